@@ -1,0 +1,5 @@
+import sys
+
+from codeworld.cli import main
+
+sys.exit(main())

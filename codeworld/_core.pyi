@@ -1,0 +1,20 @@
+"""Type stub for the C++ extension codeworld._core (built from csrc/)."""
+
+import numpy as np
+import numpy.typing as npt
+
+def step_batch(
+    address: int,
+    states: npt.NDArray[np.float64],
+    actions: npt.NDArray[np.float64],
+    stop_on_error: bool = True,
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.uint8], npt.NDArray[np.int32], int]:
+    """Step n transitions of a compiled model through its C address."""
+
+def rollout_batch(
+    address: int,
+    start_states: npt.NDArray[np.float64],
+    actions: npt.NDArray[np.float64],
+    gamma: float = 1.0,
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64], npt.NDArray[np.int32]]:
+    """Discounted returns of n open-loop action sequences (n, horizon, n_action)."""

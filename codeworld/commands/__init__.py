@@ -1,0 +1,1 @@
+"""Subcommands of the ``codeworld`` CLI, one module each (see codeworld/cli.py)."""

@@ -1,0 +1,375 @@
+"""The parent side of the sandbox: start a worker, send it requests, turn every outcome into a record.
+
+Nothing here runs candidate code. A worker is a fresh interpreter (``python -m
+codeworld.sandbox._worker``) started in its own session and its own private temporary directory,
+connected by two pipes. Whatever the candidate does (loop, allocate, crash, exit, kill itself,
+flood its output), `Sandbox.call` returns a `SandboxResult` within the timeout plus a short grace,
+and `Sandbox.close` leaves no process and no directory behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from typing import Any
+
+GiB = 1024**3
+MiB = 1024**2
+
+STATUSES = ("ok", "exception", "timeout", "memory", "crashed", "killed", "invalid_output")
+
+# Environment variables never passed to a worker (API keys and the like).
+_SECRET_ENV = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class SandboxLimits:
+    """Limits on one sandbox worker.
+
+    Attributes:
+        timeout_s: wall-clock limit for one request; past it the worker is killed (SIGKILL).
+        startup_timeout_s: wall-clock limit for the worker to start and report ready.
+        memory_bytes: address-space limit (RLIMIT_AS). Numba and numpy need about 1 GiB of it.
+        cpu_seconds: CPU-time limit over the worker's whole life (RLIMIT_CPU); None for none.
+        file_bytes: largest file the worker may write (RLIMIT_FSIZE), its captured output included.
+        output_bytes: how much of stdout and of stderr is kept and returned.
+        seccomp: install the seccomp filter (no processes, no sockets, no signals to others).
+        preload_numba: import Numba before the limits (saves time when compiling models).
+    """
+
+    timeout_s: float = 60.0
+    startup_timeout_s: float = 60.0
+    memory_bytes: int | None = 4 * GiB
+    cpu_seconds: int | None = 3600
+    file_bytes: int | None = 64 * MiB
+    output_bytes: int = 64 * 1024
+    seccomp: bool = True
+    preload_numba: bool = False
+
+
+@dataclass
+class SandboxResult:
+    """The structured outcome of one sandboxed request.
+
+    Attributes:
+        status: one of ``ok``, ``exception``, ``timeout``, ``memory``, ``crashed``, ``killed``,
+            ``invalid_output``.
+        value: the op's return value when ``status == "ok"``.
+        message: what went wrong, cleaned (exception type and message, and the candidate's line).
+        line: the line of the candidate's code that failed, when known.
+        code: the text of that line.
+        transition: index of the transition that failed, for batched ops.
+        partial: partial results the op streamed before it ended (kept across timeouts).
+        stdout, stderr: the worker's captured output (truncated to the limit).
+        elapsed_s: wall time of the request.
+        exit_code, signal: how the worker process ended, when it ended.
+    """
+
+    status: str
+    value: Any = None
+    message: str | None = None
+    line: int | None = None
+    code: str | None = None
+    transition: int | None = None
+    traceback: str = ""
+    partial: list = field(default_factory=list)
+    stdout: str = ""
+    stderr: str = ""
+    elapsed_s: float = 0.0
+    exit_code: int | None = None
+    signal: int | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    def summary(self) -> str:
+        """One line for logs and prompts."""
+        if self.ok:
+            return "ok"
+        return f"{self.status}: {self.message}" if self.message else self.status
+
+
+class SandboxError(RuntimeError):
+    """The sandbox itself could not work (not a failure of the candidate)."""
+
+
+def _worker_env(tmpdir: str) -> dict:
+    env = {k: v for k, v in os.environ.items() if not _SECRET_ENV.search(k)}
+    env.update(TMPDIR=tmpdir, TMP=tmpdir, TEMP=tmpdir, HOME=tmpdir, PYTHONDONTWRITEBYTECODE="1",
+               PYTHONUNBUFFERED="1", OMP_NUM_THREADS=env.get("OMP_NUM_THREADS", "1"),
+               OPENBLAS_NUM_THREADS=env.get("OPENBLAS_NUM_THREADS", "1"),
+               NUMBA_NUM_THREADS=env.get("NUMBA_NUM_THREADS", "1"))
+    # The worker must import the same codeworld as the parent, wherever it was imported from.
+    import codeworld
+
+    package_root = os.path.dirname(os.path.dirname(os.path.abspath(codeworld.__file__)))
+    paths = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if package_root not in paths:
+        paths.insert(0, package_root)
+    env["PYTHONPATH"] = os.pathsep.join(paths)
+    return env
+
+
+class Sandbox:
+    """One worker process with limits; serves requests until closed. Use as a context manager.
+
+    A request that ends the worker (timeout, crash, kill) leaves the sandbox closed; the next
+    `call` starts a fresh worker, and `restarts` counts how often that happened.
+    """
+
+    def __init__(self, limits: SandboxLimits | None = None):
+        self.limits = limits or SandboxLimits()
+        self._proc: subprocess.Popen | None = None
+        self._conn_in: Connection | None = None  # parent reads
+        self._conn_out: Connection | None = None  # parent writes
+        self._tmpdir: str | None = None
+        self._out_offsets = [0, 0]
+        self.worker_info: dict = {}
+        self.restarts = 0
+        self._started_once = False
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    @property
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
+    @property
+    def workdir(self) -> str | None:
+        """The worker's private temporary directory (removed when the worker ends)."""
+        return self._tmpdir
+
+    def start(self) -> SandboxResult:
+        """Start the worker. Returns an ``ok`` result, or the failure of the start."""
+        if self.alive:
+            return SandboxResult("ok", value=self.worker_info)
+        self.close()
+        if self._started_once:
+            self.restarts += 1
+        self._started_once = True
+        self._tmpdir = tempfile.mkdtemp(prefix="codeworld-sandbox-")
+        parent_read, child_write = os.pipe()
+        child_read, parent_write = os.pipe()
+        config = {
+            "fd_in": child_read,
+            "fd_out": child_write,
+            "output_cap": self.limits.output_bytes,
+            "memory_bytes": self.limits.memory_bytes,
+            "cpu_seconds": self.limits.cpu_seconds,
+            "file_bytes": self.limits.file_bytes,
+            "seccomp": self.limits.seccomp,
+            "preload_numba": self.limits.preload_numba,
+        }
+        out_path = os.path.join(self._tmpdir, ".stdout")
+        err_path = os.path.join(self._tmpdir, ".stderr")
+        self._out_offsets = [0, 0]
+        try:
+            with open(out_path, "wb") as out, open(err_path, "wb") as err:
+                self._proc = subprocess.Popen(
+                    [sys.executable, "-m", "codeworld.sandbox._worker", json.dumps(config)],
+                    stdin=subprocess.DEVNULL, stdout=out, stderr=err, cwd=self._tmpdir,
+                    env=_worker_env(self._tmpdir), pass_fds=(child_read, child_write),
+                    start_new_session=True, close_fds=True,
+                )
+        finally:
+            os.close(child_read)
+            os.close(child_write)
+        self._conn_in = Connection(parent_read, writable=False)
+        self._conn_out = Connection(parent_write, readable=False)
+        started = time.monotonic()
+        outcome = self._wait_reply(started + self.limits.startup_timeout_s, expect_hello=True)
+        if outcome.status != "ok":
+            outcome.message = f"the sandbox worker failed to start: {outcome.message}"
+            self._finish()
+            return outcome
+        self.worker_info = outcome.value
+        return outcome
+
+    def close(self) -> None:
+        """Stop the worker (politely, then by force) and remove its directory. Idempotent."""
+        if self._proc is not None and self._proc.poll() is None and self._conn_out is not None:
+            try:
+                self._conn_out.send(("__stop__", {}))
+                if self._conn_in is not None and self._conn_in.poll(1.0):
+                    self._conn_in.recv()
+            except (OSError, EOFError):
+                pass
+        self._finish()
+
+    def _kill(self) -> None:
+        if self._proc is None:
+            return
+        if self._proc.poll() is None:
+            try:
+                os.killpg(self._proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                try:
+                    self._proc.kill()
+                except ProcessLookupError:
+                    pass
+        try:
+            self._proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:  # pragma: no cover - a process stuck in the kernel
+            pass
+
+    def _finish(self) -> None:
+        self._kill()
+        for conn in (self._conn_in, self._conn_out):
+            if conn is not None:
+                try:
+                    conn.close()
+                except OSError:
+                    pass
+        self._conn_in = self._conn_out = None
+        if self._tmpdir is not None:
+            shutil.rmtree(self._tmpdir, ignore_errors=True)
+            self._tmpdir = None
+        self._proc = None
+
+    def __enter__(self) -> "Sandbox":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self):  # last resort; close() is the way
+        try:
+            self._finish()
+        except Exception:
+            pass
+
+    # -- requests -------------------------------------------------------------------------------
+
+    def call(self, op: str, timeout_s: float | None = None, **kwargs: Any) -> SandboxResult:
+        """Run `op` in the worker with `kwargs`; never raises for anything the candidate does.
+
+        Args:
+            op: a built-in op name (``load``, ``predict``, ...) or ``"codeworld.module:function"``.
+            timeout_s: wall-clock limit for this request (default: the limits' ``timeout_s``).
+        """
+        if not self.alive:
+            started = self.start()
+            if not started.ok:
+                return started
+        assert self._conn_out is not None
+        begin = time.monotonic()
+        try:
+            self._conn_out.send((op, kwargs))
+        except (BrokenPipeError, OSError):
+            pass  # the worker is gone; _wait_reply reports how it ended
+        limit = self.limits.timeout_s if timeout_s is None else timeout_s
+        result = self._wait_reply(begin + limit, expect_hello=False)
+        result.elapsed_s = time.monotonic() - begin
+        if not self.alive:
+            self._finish()
+        return result
+
+    def _read_output(self) -> tuple[str, str]:
+        texts = []
+        for index, name in enumerate((".stdout", ".stderr")):
+            if self._tmpdir is None:
+                texts.append("")
+                continue
+            path = os.path.join(self._tmpdir, name)
+            try:
+                with open(path, "rb") as handle:
+                    handle.seek(self._out_offsets[index])
+                    data = handle.read(self.limits.output_bytes + 1)
+                    size = os.fstat(handle.fileno()).st_size
+            except OSError:
+                texts.append("")
+                continue
+            self._out_offsets[index] = size
+            text = data[: self.limits.output_bytes].decode("utf-8", "replace")
+            if len(data) > self.limits.output_bytes:
+                text += "\n[output truncated by the sandbox]"
+            texts.append(text)
+        return texts[0], texts[1]
+
+    def _wait_reply(self, deadline: float, expect_hello: bool) -> SandboxResult:
+        assert self._conn_in is not None and self._proc is not None
+        partial: list = []
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                self._kill()
+                stdout, stderr = self._read_output()
+                what = "start-up" if expect_hello else "request"
+                limit = self.limits.startup_timeout_s if expect_hello else None
+                message = f"the {what} took longer than its wall-clock limit"
+                if limit:
+                    message += f" ({limit:g} s)"
+                return SandboxResult("timeout", message=message, partial=partial, stdout=stdout,
+                                     stderr=stderr, signal=signal.SIGKILL)
+            try:
+                ready = self._conn_in.poll(min(remaining, 0.5))
+            except (OSError, EOFError):
+                ready = True
+            if not ready:
+                continue
+            try:
+                kind, payload = self._conn_in.recv()
+            except (EOFError, OSError):
+                return self._died(partial)
+            except Exception as exc:  # an unpicklable reply
+                return SandboxResult("invalid_output", message=f"unreadable reply from the worker: {exc}",
+                                     partial=partial)
+            if kind == "partial":
+                partial.append(payload)
+                continue
+            stdout, stderr = self._read_output()
+            if kind in ("ok", "hello"):
+                return SandboxResult("ok", value=payload, partial=partial, stdout=stdout, stderr=stderr)
+            record = dict(payload)
+            status = record.pop("status", "exception")
+            if status not in STATUSES:
+                status = "exception"
+            return SandboxResult(status, message=record.get("message"), line=record.get("line"),
+                                 code=record.get("code"), transition=record.get("transition"),
+                                 traceback=record.get("traceback", ""), partial=partial,
+                                 stdout=stdout, stderr=stderr)
+
+    def _died(self, partial: list) -> SandboxResult:
+        """The worker ended without replying: say how."""
+        assert self._proc is not None
+        try:
+            code = self._proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self._kill()
+            code = self._proc.returncode
+        stdout, stderr = self._read_output()
+        if code is not None and code < 0:
+            sig = -code
+            name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
+            if sig == signal.SIGXCPU:
+                status, message = "timeout", "the worker used up its CPU-time limit"
+            elif sig == signal.SIGKILL:
+                status, message = "killed", "the worker was killed (SIGKILL) by something other than the sandbox"
+            elif sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT):
+                status, message = "killed", f"the worker was terminated by {name}"
+            else:
+                status, message = "crashed", f"the worker crashed with {name}"
+            if re.search(r"bad_alloc|out of memory|Cannot allocate memory", stderr):
+                status, message = "memory", f"the worker ran out of memory and died ({name})"
+            return SandboxResult(status, message=message, partial=partial, stdout=stdout,
+                                 stderr=stderr, signal=sig)
+        message = f"the worker exited with code {code} without replying (os._exit or a fatal error)"
+        if re.search(r"bad_alloc|out of memory|Cannot allocate memory|MemoryError", stderr):
+            return SandboxResult("memory", message=message, partial=partial, stdout=stdout,
+                                 stderr=stderr, exit_code=code)
+        return SandboxResult("crashed", message=message, partial=partial, stdout=stdout,
+                             stderr=stderr, exit_code=code)
