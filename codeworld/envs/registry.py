@@ -1,0 +1,398 @@
+"""The registry of the 18 CWMB environments (Dainese et al., NeurIPS 2024) on Gymnasium 1.4.
+
+Each environment has one frozen `EnvSpec`: its ids (codeworld's and the paper's), how its actions
+and observations look, how observations are flattened into the float64 state a world model sees,
+the tolerances the sound scorer compares with, the planner that acts in it, and how to put the true
+simulator into the state an observation describes (where the observation determines it).
+
+Observation encoding (`encode_obs`): a ``Discrete`` observation becomes one number, Blackjack's
+``(player_sum, dealer_card, usable_ace)`` tuple becomes three, a ``Box`` observation is flattened
+as float64.
+
+Setting the simulator from an observation (`set_state_from_obs`):
+
+* classic control: the internal state is rebuilt from the observation (angles from their
+  cosine and sine);
+* toy text: the discrete observation *is* the state index (Taxi, CliffWalking); Blackjack's
+  observation does not determine the cards, so it cannot be set;
+* MuJoCo: ``qpos``/``qvel`` are read back from the observation; coordinates the observation
+  excludes (the x position of the locomotion robots, the x/y of Ant and the Humanoids) are set to
+  zero, velocities the observation does not carry (Reacher's target, Pusher's object and goal) to
+  zero. The simulator data is reset first, so the result depends on the observation only.
+
+Tolerances follow how values are stored: classic-control observations are float32 in Gymnasium, so
+a state rebuilt from them reproduces the next observation only to a few float32 ulps (amplified a
+little by the dynamics, most by Acrobot's RK4 integration); MuJoCo observations are float64;
+toy-text values are integers and compare exactly.
+
+Version notes: Gymnasium 1.4 renamed ``Taxi-v3`` to ``Taxi-v4`` and ``CliffWalking-v0`` to
+``CliffWalking-v1`` (the paper's ids are accepted as aliases). ``Pusher-v4`` refuses to load on
+MuJoCo >= 3 (Gymnasium issue 950), so codeworld's ``Pusher-v4`` is made from Gymnasium's
+``Pusher-v5`` with its defaults, which has the same observation, action space and reward terms.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+DISCRETE = "discrete"
+CONTINUOUS = "continuous"
+MCTS = "mcts"
+CEM = "cem"
+
+TOY_TEXT = "toy_text"
+CLASSIC_CONTROL = "classic_control"
+MUJOCO = "mujoco"
+
+StateSetter = Callable[[Any, np.ndarray], None]
+
+
+class UnknownEnvError(KeyError):
+    """An environment id that is not in the registry; the message lists close matches."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else "unknown environment"
+
+
+@dataclass(frozen=True)
+class EnvSpec:
+    """Everything codeworld needs to know about one CWMB environment.
+
+    Attributes:
+        env_id: codeworld's id (Gymnasium 1.4 naming), e.g. ``"Taxi-v4"``.
+        paper_id: the id the CWMB paper used (Gymnasium 0.29.1), e.g. ``"Taxi-v3"``.
+        gym_id: the Gymnasium id actually made (differs only for Pusher-v4, see module docstring).
+        family: ``"toy_text"``, ``"classic_control"`` or ``"mujoco"``.
+        action_kind: ``"discrete"`` or ``"continuous"``.
+        n_actions: number of discrete actions (0 for continuous spaces).
+        action_low: lower bounds of a continuous action box (empty for discrete spaces).
+        action_high: upper bounds of a continuous action box (empty for discrete spaces).
+        obs_dim: length of the encoded (flat float64) observation.
+        action_dim: length of an action vector (1 for discrete spaces: the action as one number).
+        planner: ``"mcts"`` (discrete actions) or ``"cem"`` (continuous actions), as in the paper.
+        state_atol: absolute tolerance on each next-state dimension (sound scoring).
+        state_rtol: relative tolerance on each next-state dimension (sound scoring).
+        reward_atol: absolute tolerance on the reward (sound scoring).
+        reward_rtol: relative tolerance on the reward (sound scoring).
+        paper_exact: whether the paper compared states by exact equality (its discrete envs)
+            instead of ``allclose(rtol=1e-5, atol=1e-5)``.
+        max_episode_steps: Gymnasium's time limit (None when the env has none).
+        stochastic: whether the true transition is random given (state, action).
+        state_setter: how to set the unwrapped simulator from an encoded observation, or None when
+            the observation does not determine the simulator state (Blackjack).
+        gym_kwargs: keyword arguments always passed to ``gymnasium.make``.
+    """
+
+    env_id: str
+    paper_id: str
+    gym_id: str
+    family: str
+    action_kind: str
+    n_actions: int
+    action_low: tuple[float, ...]
+    action_high: tuple[float, ...]
+    obs_dim: int
+    action_dim: int
+    planner: str
+    state_atol: float
+    state_rtol: float
+    reward_atol: float
+    reward_rtol: float
+    paper_exact: bool
+    max_episode_steps: int | None
+    stochastic: bool = False
+    state_setter: StateSetter | None = field(default=None, repr=False, compare=False)
+    gym_kwargs: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def discrete(self) -> bool:
+        """True when actions are integers."""
+        return self.action_kind == DISCRETE
+
+    @property
+    def settable(self) -> bool:
+        """True when the true simulator can be set from an observation (a ceiling exists)."""
+        return self.state_setter is not None
+
+    @property
+    def atol(self) -> float:
+        """The state's absolute tolerance (alias of `state_atol`)."""
+        return self.state_atol
+
+    @property
+    def rtol(self) -> float:
+        """The state's relative tolerance (alias of `state_rtol`)."""
+        return self.state_rtol
+
+
+# ---------------------------------------------------------------------------------------------
+# State setters: rebuild the simulator's internal state from an encoded observation.
+# ---------------------------------------------------------------------------------------------
+
+
+def _set_cartpole(env, obs: np.ndarray) -> None:
+    env.state = np.array(obs[:4], dtype=np.float64)
+    env.steps_beyond_terminated = None
+
+
+def _set_mountain_car(env, obs: np.ndarray) -> None:
+    env.state = np.array(obs[:2], dtype=np.float64)
+
+
+def _set_pendulum(env, obs: np.ndarray) -> None:
+    env.state = np.array([math.atan2(obs[1], obs[0]), obs[2]], dtype=np.float64)
+
+
+def _set_acrobot(env, obs: np.ndarray) -> None:
+    env.state = np.array(
+        [math.atan2(obs[1], obs[0]), math.atan2(obs[3], obs[2]), obs[4], obs[5]], dtype=np.float64
+    )
+
+
+def _set_discrete_index(env, obs: np.ndarray) -> None:
+    env.s = int(round(float(obs[0])))
+    if hasattr(env, "lastaction"):
+        env.lastaction = None
+
+
+def _reset_mujoco(env) -> tuple[np.ndarray, np.ndarray]:
+    import mujoco
+
+    mujoco.mj_resetData(env.model, env.data)
+    return np.zeros(env.model.nq), np.zeros(env.model.nv)
+
+
+def _mujoco_setter(n_excluded: int) -> StateSetter:
+    """Setter for observations that start with ``qpos[n_excluded:]`` then ``qvel``."""
+
+    def setter(env, obs: np.ndarray) -> None:
+        qpos, qvel = _reset_mujoco(env)
+        n_pos = env.model.nq - n_excluded
+        qpos[n_excluded:] = obs[:n_pos]
+        qvel[:] = obs[n_pos:n_pos + env.model.nv]
+        env.set_state(qpos, qvel)
+
+    setter.__doc__ = f"qpos[{n_excluded}:] and qvel from the observation; excluded coordinates zero."
+    return setter
+
+
+def _set_reacher(env, obs: np.ndarray) -> None:
+    # obs: cos(q[:2]), sin(q[:2]), q[2:] (target), qvel[:2], fingertip - target.
+    qpos, qvel = _reset_mujoco(env)
+    qpos[0] = math.atan2(obs[2], obs[0])
+    qpos[1] = math.atan2(obs[3], obs[1])
+    qpos[2:4] = obs[4:6]
+    qvel[:2] = obs[6:8]
+    env.set_state(qpos, qvel)
+
+
+def _set_inverted_double_pendulum(env, obs: np.ndarray) -> None:
+    # obs: q[:1], sin(q[1:]), cos(q[1:]), clip(qvel), clip(qfrc_constraint).
+    qpos, qvel = _reset_mujoco(env)
+    qpos[0] = obs[0]
+    qpos[1] = math.atan2(obs[1], obs[3])
+    qpos[2] = math.atan2(obs[2], obs[4])
+    qvel[:] = obs[5:8]
+    env.set_state(qpos, qvel)
+
+
+def _set_pusher(env, obs: np.ndarray) -> None:
+    # obs: q[:7], qvel[:7], com(tips_arm), com(object), com(goal). The object and the goal each
+    # sit on two slide joints, y first then x; their values are the centre minus the rest position.
+    qpos, qvel = _reset_mujoco(env)
+    env.set_state(qpos, qvel)
+    object_rest = np.array(env.get_body_com("object"))
+    goal_rest = np.array(env.get_body_com("goal"))
+    qpos[:7] = obs[:7]
+    qvel[:7] = obs[7:14]
+    qpos[7], qpos[8] = obs[18] - object_rest[1], obs[17] - object_rest[0]
+    qpos[9], qpos[10] = obs[21] - goal_rest[1], obs[20] - goal_rest[0]
+    env.set_state(qpos, qvel)
+
+
+# ---------------------------------------------------------------------------------------------
+# The registry
+# ---------------------------------------------------------------------------------------------
+
+# Tolerances (see the module docstring for why).
+_EXACT = dict(state_atol=0.0, state_rtol=0.0, reward_atol=0.0, reward_rtol=0.0)
+_FLOAT32 = dict(state_atol=1e-4, state_rtol=1e-4, reward_atol=1e-4, reward_rtol=1e-4)
+_FLOAT64_SIM = dict(state_atol=1e-6, state_rtol=1e-6, reward_atol=1e-6, reward_rtol=1e-6)
+
+
+def _discrete(env_id, paper_id, family, n_actions, obs_dim, tol, setter, max_steps,
+              paper_exact=False, stochastic=False, gym_kwargs=()) -> EnvSpec:
+    return EnvSpec(
+        env_id=env_id, paper_id=paper_id, gym_id=env_id, family=family, action_kind=DISCRETE,
+        n_actions=n_actions, action_low=(), action_high=(), obs_dim=obs_dim, action_dim=1,
+        planner=MCTS, paper_exact=paper_exact, max_episode_steps=max_steps, stochastic=stochastic,
+        state_setter=setter, gym_kwargs=tuple(gym_kwargs), **tol,
+    )
+
+
+def _continuous(env_id, family, low, high, obs_dim, tol, setter, max_steps, gym_id=None) -> EnvSpec:
+    low = tuple(float(x) for x in low)
+    high = tuple(float(x) for x in high)
+    return EnvSpec(
+        env_id=env_id, paper_id=env_id, gym_id=gym_id or env_id, family=family,
+        action_kind=CONTINUOUS, n_actions=0, action_low=low, action_high=high, obs_dim=obs_dim,
+        action_dim=len(low), planner=CEM, paper_exact=False, max_episode_steps=max_steps,
+        state_setter=setter, **tol,
+    )
+
+
+_SPECS: tuple[EnvSpec, ...] = (
+    # Toy text: MCTS, exact comparison.
+    _discrete("Blackjack-v1", "Blackjack-v1", TOY_TEXT, 2, 3, _EXACT, None, None,
+              paper_exact=True, stochastic=True, gym_kwargs=(("sab", True),)),
+    _discrete("CliffWalking-v1", "CliffWalking-v0", TOY_TEXT, 4, 1, _EXACT, _set_discrete_index,
+              None, paper_exact=True),
+    _discrete("Taxi-v4", "Taxi-v3", TOY_TEXT, 6, 1, _EXACT, _set_discrete_index, 200,
+              paper_exact=True),
+    # Classic control with discrete actions: MCTS, float32 observations.
+    _discrete("CartPole-v1", "CartPole-v1", CLASSIC_CONTROL, 2, 4, _FLOAT32, _set_cartpole, 500),
+    _discrete("MountainCar-v0", "MountainCar-v0", CLASSIC_CONTROL, 3, 2, _FLOAT32,
+              _set_mountain_car, 200),
+    _discrete("Acrobot-v1", "Acrobot-v1", CLASSIC_CONTROL, 3, 6, _FLOAT32, _set_acrobot, 500),
+    # Continuous actions: CEM.
+    _continuous("Pendulum-v1", CLASSIC_CONTROL, [-2.0], [2.0], 3, _FLOAT32, _set_pendulum, 200),
+    _continuous("Reacher-v4", MUJOCO, [-1.0] * 2, [1.0] * 2, 11, _FLOAT64_SIM, _set_reacher, 50),
+    _continuous("Pusher-v4", MUJOCO, [-2.0] * 7, [2.0] * 7, 23, _FLOAT64_SIM, _set_pusher, 100,
+                gym_id="Pusher-v5"),
+    _continuous("InvertedPendulum-v4", MUJOCO, [-3.0], [3.0], 4, _FLOAT64_SIM, _mujoco_setter(0),
+                1000),
+    _continuous("InvertedDoublePendulum-v4", MUJOCO, [-1.0], [1.0], 11, _FLOAT64_SIM,
+                _set_inverted_double_pendulum, 1000),
+    _continuous("HalfCheetah-v4", MUJOCO, [-1.0] * 6, [1.0] * 6, 17, _FLOAT64_SIM,
+                _mujoco_setter(1), 1000),
+    _continuous("Hopper-v4", MUJOCO, [-1.0] * 3, [1.0] * 3, 11, _FLOAT64_SIM, _mujoco_setter(1),
+                1000),
+    _continuous("Swimmer-v4", MUJOCO, [-1.0] * 2, [1.0] * 2, 8, _FLOAT64_SIM, _mujoco_setter(2),
+                1000),
+    _continuous("Walker2d-v4", MUJOCO, [-1.0] * 6, [1.0] * 6, 17, _FLOAT64_SIM, _mujoco_setter(1),
+                1000),
+    _continuous("Ant-v4", MUJOCO, [-1.0] * 8, [1.0] * 8, 27, _FLOAT64_SIM, _mujoco_setter(2), 1000),
+    _continuous("Humanoid-v4", MUJOCO, [-0.4] * 17, [0.4] * 17, 376, _FLOAT64_SIM,
+                _mujoco_setter(2), 1000),
+    _continuous("HumanoidStandup-v4", MUJOCO, [-0.4] * 17, [0.4] * 17, 376, _FLOAT64_SIM,
+                _mujoco_setter(2), 1000),
+)
+
+REGISTRY: dict[str, EnvSpec] = {spec.env_id: spec for spec in _SPECS}
+ALIASES: dict[str, str] = {spec.paper_id: spec.env_id for spec in _SPECS if spec.paper_id != spec.env_id}
+
+
+def list_envs() -> list[str]:
+    """The 18 CWMB environment ids, in the paper's order (discrete actions first)."""
+    return list(REGISTRY)
+
+
+def resolve_env_id(env_id: str) -> str:
+    """codeworld's id for `env_id` (which may be the paper's id). Raises `UnknownEnvError`."""
+    if env_id in REGISTRY:
+        return env_id
+    if env_id in ALIASES:
+        return ALIASES[env_id]
+    known = list(REGISTRY) + list(ALIASES)
+    close = difflib.get_close_matches(env_id, known, n=3, cutoff=0.5)
+    if not close:
+        lowered = env_id.lower().split("-")[0]
+        close = [k for k in REGISTRY if lowered and lowered in k.lower()][:3]
+    hint = f"; did you mean {', '.join(close)}?" if close else ""
+    raise UnknownEnvError(
+        f"unknown CWMB environment {env_id!r}{hint} (known: {', '.join(REGISTRY)})"
+    )
+
+
+def get_spec(env_id: str) -> EnvSpec:
+    """The spec of a CWMB environment, by codeworld's id or the paper's.
+
+    Raises:
+        UnknownEnvError: (a KeyError) naming close matches, for an id that is not registered.
+    """
+    return REGISTRY[resolve_env_id(env_id)]
+
+
+def make_env(env_id: str, **kwargs: Any):
+    """Make the Gymnasium environment of a CWMB id (with Gymnasium's usual wrappers).
+
+    Gymnasium's deprecation notice for the ``-v4`` MuJoCo versions is silenced: the paper used
+    them on purpose.
+
+    Args:
+        env_id: codeworld's or the paper's id.
+        **kwargs: passed to ``gymnasium.make`` (over the spec's fixed keyword arguments).
+    """
+    import gymnasium as gym
+
+    spec = get_spec(env_id)
+    options = dict(spec.gym_kwargs)
+    options.update(kwargs)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*is out of date.*")
+        warnings.filterwarnings("ignore", message=".*settotalmass.*")
+        return gym.make(spec.gym_id, **options)
+
+
+def encode_obs(env_id: str, obs: Any) -> np.ndarray:
+    """A Gymnasium observation of `env_id` as the flat float64 state a world model sees."""
+    spec = get_spec(env_id)
+    if isinstance(obs, tuple):
+        flat = np.array([float(x) for x in obs], dtype=np.float64)
+    else:
+        flat = np.asarray(obs, dtype=np.float64).reshape(-1)
+    if flat.size != spec.obs_dim:
+        raise ValueError(f"{spec.env_id}: observation has {flat.size} values, expected {spec.obs_dim}")
+    return flat
+
+
+def encode_action(env_id: str, action: Any) -> np.ndarray:
+    """An action as the float64 vector stored in buffers (a discrete action as one number)."""
+    spec = get_spec(env_id)
+    flat = np.asarray(action, dtype=np.float64).reshape(-1)
+    if flat.size != spec.action_dim:
+        raise ValueError(f"{spec.env_id}: action has {flat.size} values, expected {spec.action_dim}")
+    return flat
+
+
+def decode_action(env_id: str, action: np.ndarray) -> Any:
+    """A stored action row back to what the Gymnasium env takes: an int, or a float32 array.
+
+    Continuous actions go to the simulator as float32, the dtype of every CWMB action box: the
+    collected actions are float32 values (stored exactly as float64), and Gymnasium computes some
+    rewards in the action's dtype, so float32 reproduces the recorded rewards bit for bit.
+    """
+    spec = get_spec(env_id)
+    if spec.discrete:
+        return int(round(float(np.asarray(action).reshape(-1)[0])))
+    return np.asarray(action, dtype=np.float32).reshape(-1).copy()
+
+
+def set_state_from_obs(env, env_id: str, obs: np.ndarray) -> None:
+    """Put the simulator of `env` (wrapped or not) into the state the encoded `obs` describes.
+
+    Raises:
+        ValueError: for an environment whose observation does not determine its state.
+    """
+    spec = get_spec(env_id)
+    if spec.state_setter is None:
+        raise ValueError(f"{spec.env_id}: the simulator cannot be set from an observation")
+    spec.state_setter(env.unwrapped, np.asarray(obs, dtype=np.float64).reshape(-1))
+
+
+def step_from_obs(env, env_id: str, obs: np.ndarray, action: np.ndarray) -> tuple[np.ndarray, float, bool]:
+    """The true transition from an encoded observation: (encoded next obs, reward, terminated).
+
+    Steps the unwrapped simulator (no time limit), so ``terminated`` is the env's own rule.
+    """
+    set_state_from_obs(env, env_id, obs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # classic control warns when stepped after termination
+        next_obs, reward, terminated, _truncated, _info = env.unwrapped.step(decode_action(env_id, action))
+    return encode_obs(env_id, next_obs), float(reward), bool(terminated)
