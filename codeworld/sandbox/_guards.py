@@ -181,6 +181,30 @@ def install_seccomp() -> str | None:
 
 
 # ---------------------------------------------------------------------------------------------
+# Soft timeout
+# ---------------------------------------------------------------------------------------------
+
+SOFT_TIMEOUT_SIGNAL = signal.SIGUSR1
+
+
+class SandboxTimeout(BaseException):
+    """Raised in the worker when the parent's wall-clock limit for a request passes.
+
+    A BaseException so that a candidate's ``except Exception`` does not swallow it. It lets a
+    Python-level op send what it has before the parent's hard kill, which follows shortly anyway.
+    """
+
+    sandbox_status = "timeout"
+
+
+def install_soft_timeout() -> None:
+    def handler(signum, frame):
+        raise SandboxTimeout("the request took longer than its wall-clock limit")
+
+    signal.signal(SOFT_TIMEOUT_SIGNAL, handler)
+
+
+# ---------------------------------------------------------------------------------------------
 # Python audit hook
 # ---------------------------------------------------------------------------------------------
 

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from codeworld import model as cwm
+from codeworld.sandbox._guards import SandboxTimeout
 
 
 class OpFailure(Exception):
@@ -122,6 +123,8 @@ def op_predict(ctx, states: np.ndarray, actions: np.ndarray, chunk: int | None =
             if filled:
                 ctx.emit({"start": start, "next_states": out_states[:filled].copy(),
                           "rewards": out_rewards[:filled].copy(), "dones": out_dones[:filled].copy()})
+            if isinstance(exc, SandboxTimeout):
+                raise
             if isinstance(exc, cwm.InvalidOutput):
                 raise _transition_failure(ctx, i, "invalid_output", str(exc)) from None
             if isinstance(exc, MemoryError):

@@ -44,6 +44,8 @@ class SandboxLimits:
         output_bytes: how much of stdout and of stderr is kept and returned.
         seccomp: install the seccomp filter (no processes, no sockets, no signals to others).
         preload_numba: import Numba before the limits (saves time when compiling models).
+        soft_timeout_grace_s: after the timeout, how long a Python-level op may take to send its
+            partial results before the hard kill.
     """
 
     timeout_s: float = 60.0
@@ -54,6 +56,7 @@ class SandboxLimits:
     output_bytes: int = 64 * 1024
     seccomp: bool = True
     preload_numba: bool = False
+    soft_timeout_grace_s: float = 1.0
 
 
 @dataclass
@@ -288,7 +291,7 @@ class Sandbox:
             try:
                 with open(path, "rb") as handle:
                     handle.seek(self._out_offsets[index])
-                    data = handle.read(self.limits.output_bytes + 1)
+                    data = handle.read(self.limits.output_bytes + 1)  # + 1: was anything dropped?
                     size = os.fstat(handle.fileno()).st_size
             except OSError:
                 texts.append("")
@@ -301,22 +304,28 @@ class Sandbox:
         return texts[0], texts[1]
 
     def _wait_reply(self, deadline: float, expect_hello: bool) -> SandboxResult:
+        """Collect partial results and the reply; past the deadline, a soft then a hard stop.
+
+        At the deadline the worker gets SIGUSR1, which raises a timeout inside a Python-level op
+        so that it can send what it has; whatever happens, SIGKILL follows within the grace.
+        """
         assert self._conn_in is not None and self._proc is not None
         partial: list = []
+        soft_sent = False
+        hard_deadline = deadline
         while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                self._kill()
-                stdout, stderr = self._read_output()
-                what = "start-up" if expect_hello else "request"
-                limit = self.limits.startup_timeout_s if expect_hello else None
-                message = f"the {what} took longer than its wall-clock limit"
-                if limit:
-                    message += f" ({limit:g} s)"
-                return SandboxResult("timeout", message=message, partial=partial, stdout=stdout,
-                                     stderr=stderr, signal=signal.SIGKILL)
+            now = time.monotonic()
+            if now >= deadline and not soft_sent and not expect_hello:
+                soft_sent = True
+                hard_deadline = deadline + self.limits.soft_timeout_grace_s
+                try:
+                    os.kill(self._proc.pid, signal.SIGUSR1)
+                except ProcessLookupError:
+                    pass
+            if now >= hard_deadline:
+                return self._timed_out(partial, expect_hello)
             try:
-                ready = self._conn_in.poll(min(remaining, 0.5))
+                ready = self._conn_in.poll(min(hard_deadline - now, 0.5))
             except (OSError, EOFError):
                 ready = True
             if not ready:
@@ -324,6 +333,8 @@ class Sandbox:
             try:
                 kind, payload = self._conn_in.recv()
             except (EOFError, OSError):
+                if soft_sent:
+                    return self._timed_out(partial, expect_hello)
                 return self._died(partial)
             except Exception as exc:  # an unpicklable reply
                 return SandboxResult("invalid_output", message=f"unreadable reply from the worker: {exc}",
@@ -338,10 +349,25 @@ class Sandbox:
             status = record.pop("status", "exception")
             if status not in STATUSES:
                 status = "exception"
+            if soft_sent:
+                # Whatever the op made of the interruption, the request ran out of time; the worker's
+                # state is suspect, so it goes.
+                self._kill()
+                return self._timed_out(partial, expect_hello, stdout=stdout, stderr=stderr)
             return SandboxResult(status, message=record.get("message"), line=record.get("line"),
                                  code=record.get("code"), transition=record.get("transition"),
                                  traceback=record.get("traceback", ""), partial=partial,
                                  stdout=stdout, stderr=stderr)
+
+    def _timed_out(self, partial: list, expect_hello: bool, stdout: str | None = None,
+                   stderr: str | None = None) -> SandboxResult:
+        self._kill()
+        if stdout is None or stderr is None:
+            stdout, stderr = self._read_output()
+        what = "start-up" if expect_hello else "request"
+        message = f"the {what} took longer than its wall-clock limit"
+        return SandboxResult("timeout", message=message, partial=partial, stdout=stdout,
+                             stderr=stderr, signal=signal.SIGKILL)
 
     def _died(self, partial: list) -> SandboxResult:
         """The worker ended without replying: say how."""

@@ -150,8 +150,9 @@ def main() -> None:
     conn_in = Connection(config["fd_in"], writable=False)
     conn_out = Connection(config["fd_out"], readable=False)
 
-    sys.stdout = CappedWriter(open(1, "wb", closefd=False, buffering=0), config["output_cap"])
-    sys.stderr = CappedWriter(open(2, "wb", closefd=False, buffering=0), config["output_cap"])
+    # One byte over the cap lets the parent see that output was dropped.
+    sys.stdout = CappedWriter(open(1, "wb", closefd=False, buffering=0), config["output_cap"] + 1)
+    sys.stderr = CappedWriter(open(2, "wb", closefd=False, buffering=0), config["output_cap"] + 1)
 
     # Trusted imports first, before the limits and the filter.
     import numpy  # noqa: F401
@@ -162,6 +163,7 @@ def main() -> None:
     _guards.apply_rlimits(config.get("memory_bytes"), config.get("cpu_seconds"), config.get("file_bytes"))
     seccomp_error = _guards.install_seccomp() if config.get("seccomp", True) else "disabled"
     _guards.install_audit_hook()
+    _guards.install_soft_timeout()
     conn_out.send(("hello", {"pid": os.getpid(), "seccomp": seccomp_error is None,
                              "seccomp_error": seccomp_error, "time": time.time()}))
     serve(conn_in, conn_out, config)

@@ -1,0 +1,153 @@
+"""The world-model loader: accepted forms, clear errors, Numba compilation and the C address."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from codeworld import ModelSourceError, ModelWorker, check_model_source
+
+MODELS = Path(__file__).parent / "models"
+FUNCTIONAL = (MODELS / "cartpole_functional.py").read_text()
+CLASS_FORM = (MODELS / "cartpole_class.py").read_text()
+
+
+def _cartpole_transitions(n_episodes: int = 5, seed: int = 0):
+    env = gym.make("CartPole-v1")
+    rng = np.random.default_rng(seed)
+    states, actions, next_states, rewards, dones = [], [], [], [], []
+    for episode in range(n_episodes):
+        obs, _ = env.reset(seed=seed + episode)
+        done = False
+        while not done:
+            action = int(rng.integers(2))
+            # The unwrapped float64 state, not the float32 observation, so predictions can match exactly.
+            state = np.array(env.unwrapped.state, dtype=np.float64)
+            obs, reward, terminated, truncated, _ = env.step(action)
+            states.append(state)
+            actions.append(action)
+            next_states.append(np.array(env.unwrapped.state, dtype=np.float64))
+            rewards.append(reward)
+            dones.append(terminated)
+            done = terminated or truncated
+    env.close()
+    return (np.array(states), np.array(actions, dtype=np.float64), np.array(next_states),
+            np.array(rewards), np.array(dones))
+
+
+def test_static_check_recognises_both_forms():
+    assert check_model_source(FUNCTIONAL).form == "functional"
+    assert check_model_source(CLASS_FORM).form == "class"
+
+
+@pytest.mark.parametrize(
+    "source, fragment, line",
+    [
+        ("import numpy as np\n\ndef step(state, action)\n    return state, 0.0, False\n", "syntax error", 3),
+        ("def predict(state, action):\n    return state, 0.0, False\n", "no world model found", None),
+        ("def step(state):\n    return state, 0.0, False\n", "step must take (state, action)", 1),
+        ("def step(a, b, c):\n    return a, 0.0, False\n", "step must take (state, action)", 1),
+        ("class Environment:\n    def step(self, action):\n        return 0\n", "missing: set_state", 1),
+        ("class Environment:\n    def __init__(self, size):\n        pass\n"
+         "    def set_state(self, s):\n        pass\n    def step(self, a):\n        pass\n",
+         "__init__ must be callable without arguments", 2),
+    ],
+)
+def test_static_check_explains_what_is_wrong(source, fragment, line):
+    with pytest.raises(ModelSourceError) as info:
+        check_model_source(source)
+    assert fragment in str(info.value)
+    assert info.value.line == line
+
+
+def test_step_with_defaults_is_accepted():
+    assert check_model_source("def step(state, action, dt=0.02):\n    return state, 0.0, False\n").form == "functional"
+
+
+def test_worker_refuses_bad_source_before_starting():
+    with pytest.raises(ModelSourceError):
+        ModelWorker("def step(:\n", discrete=True)
+
+
+def test_functional_and_class_forms_agree_with_gymnasium(kernel_backend):
+    states, actions, next_states, rewards, dones = _cartpole_transitions()
+    with ModelWorker(FUNCTIONAL, discrete=True) as functional, \
+            ModelWorker(CLASS_FORM, discrete=True) as class_form:
+        loaded = functional.load()
+        assert loaded.ok, loaded.message
+        assert loaded.value["compiled"], loaded.value["compile_error"]
+        assert class_form.load().value["compiled"] is False
+        pred_f = functional.predict(states, actions)
+        pred_c = class_form.predict(states, actions)
+    assert pred_f.ok and pred_c.ok
+    assert pred_f.n_predicted == pred_c.n_predicted == len(states)
+    np.testing.assert_allclose(pred_f.next_states, pred_c.next_states, rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(pred_f.dones, pred_c.dones)
+    np.testing.assert_array_equal(pred_f.rewards, pred_c.rewards)
+    # And both are the real dynamics.
+    np.testing.assert_allclose(pred_f.next_states, next_states, rtol=1e-9, atol=1e-9)
+    np.testing.assert_array_equal(pred_f.dones, dones)
+
+
+def test_compiled_address_is_callable_from_the_extension():
+    states, actions, *_ = _cartpole_transitions(n_episodes=1)
+    with ModelWorker(FUNCTIONAL, discrete=True) as worker:
+        via_core = worker.call("core_address_check", state=states[3], action=actions[3:4])
+        assert via_core.ok, via_core.message
+        assert via_core.value["status"] == 0
+        with ModelWorker(FUNCTIONAL, discrete=True, compile=False) as python_path:
+            reference = python_path.predict(states[3:4], actions[3:4])
+    np.testing.assert_allclose(via_core.value["next_state"], reference.next_states[0], rtol=1e-12)
+    assert via_core.value["done"] == bool(reference.dones[0])
+
+
+def test_uncompilable_model_records_why_and_runs_in_python():
+    source = (
+        "import numpy as np\n"
+        "class Counter:\n"  # an arbitrary Python class: Numba's nopython mode cannot type it
+        "    hits = 1\n"
+        "def step(state, action):\n"
+        "    counter = Counter()\n"
+        "    return np.asarray(state) + 1.0, float(counter.hits), False\n"
+    )
+    with ModelWorker(source, discrete=True) as worker:
+        loaded = worker.load()
+        assert loaded.ok
+        assert loaded.value["compiled"] is False
+        assert loaded.value["compile_error"]
+        pred = worker.predict(np.zeros((3, 2)), np.zeros(3))
+    assert pred.ok
+    np.testing.assert_array_equal(pred.next_states, np.ones((3, 2)))
+
+
+def test_continuous_actions_reach_the_model_as_arrays(kernel_backend):
+    source = (
+        "import numpy as np\n"
+        "def step(state, action):\n"
+        "    return state + action.sum(), float(action[0]), False\n"
+    )
+    states = np.arange(6.0).reshape(3, 2)
+    actions = np.array([[1.0, 2.0], [0.5, 0.5], [-1.0, 0.0]])
+    with ModelWorker(source, discrete=False) as worker:
+        assert worker.load().value["compiled"]
+        pred = worker.predict(states, actions)
+    assert pred.ok
+    np.testing.assert_allclose(pred.next_states, states + actions.sum(axis=1, keepdims=True))
+    np.testing.assert_allclose(pred.rewards, actions[:, 0])
+
+
+def test_a_model_mutating_its_input_does_not_corrupt_the_batch(kernel_backend):
+    source = (
+        "def step(state, action):\n"
+        "    state[0] = 99.0\n"
+        "    return state, 0.0, False\n"
+    )
+    states = np.zeros((4, 2))
+    with ModelWorker(source, discrete=True) as worker:
+        pred = worker.predict(states, np.zeros(4))
+    assert pred.ok
+    np.testing.assert_array_equal(pred.next_states[:, 0], 99.0)
+    np.testing.assert_array_equal(states, 0.0)
