@@ -133,3 +133,13 @@ def rollout_batch_reference(step, start_states, actions, gamma: float = 1.0, dis
         returns[i] = total
         steps[i] = t
     return returns, steps
+
+
+def op_rollout_parity(ctx, start_states, actions, gamma: float = 1.0) -> dict:
+    """Sandbox op: run `rollout_batch` and its slow reference on the loaded model (for tests)."""
+    model = ctx.state["model"]
+    returns, steps, status = rollout_batch(model, start_states, actions, gamma)
+    ref_returns, ref_steps = rollout_batch_reference(model.step, start_states, actions, gamma,
+                                                     discrete=model.discrete)
+    return {"backend": backend(), "returns": returns, "steps": steps, "status": status,
+            "ref_returns": ref_returns, "ref_steps": ref_steps}
