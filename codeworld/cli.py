@@ -12,6 +12,8 @@ import sys
 
 COMMAND_MODULES = [
     "codeworld.commands.check",
+    "codeworld.commands.describe",
+    "codeworld.commands.collect",
 ]
 
 

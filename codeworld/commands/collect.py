@@ -1,0 +1,40 @@
+"""``codeworld collect ENV``: collect a replay buffer with the CWMB protocol (seeded, reproducible)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "collect", help="collect a replay buffer (10 seeded episodes of <= 100 steps) and its sidecar")
+    parser.add_argument("env", help="environment id, or 'all' for the 18 CWMB environments")
+    parser.add_argument("--out", default=None, help="output folder (default: the package's data/buffers)")
+    parser.add_argument("--seed", type=int, default=0, help="base seed (default 0)")
+    parser.add_argument("--episodes", type=int, default=10, help="number of episodes (default 10)")
+    parser.add_argument("--max-steps", type=int, default=100, help="longest episode (default 100)")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from codeworld.envs import UnknownEnvError, list_envs
+    from codeworld.envs.buffers import buffer_path, save_buffer
+    from codeworld.envs.collection import CollectionConfig, collect_buffer
+
+    if args.episodes < 1 or args.max_steps < 1:
+        print("codeworld collect: --episodes and --max-steps must be positive", file=sys.stderr)
+        return 2
+    config = CollectionConfig(episodes=args.episodes, max_steps=args.max_steps,
+                              random_episodes=args.episodes // 2, seed=args.seed)
+    env_ids = list_envs() if args.env == "all" else [args.env]
+    for env_id in env_ids:
+        try:
+            buffer = collect_buffer(env_id, config)
+        except UnknownEnvError as exc:
+            print(f"codeworld collect: {exc}", file=sys.stderr)
+            return 2
+        path = save_buffer(buffer, buffer_path(env_id, args.out))
+        print(f"{path}: {len(buffer)} transitions, {buffer.n_episodes} episodes, "
+              f"{int(buffer.terminated.sum())} terminated, {int(buffer.truncated.sum())} truncated")
+    return 0

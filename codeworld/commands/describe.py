@@ -1,0 +1,59 @@
+"""``codeworld envs`` (the CWMB registry as a table) and ``codeworld describe ENV`` (its description)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    envs = subparsers.add_parser("envs", help="list the CWMB environments (the registry)")
+    envs.set_defaults(func=run_envs)
+    parser = subparsers.add_parser(
+        "describe", help="print an environment's description (from the Gymnasium docstring)")
+    parser.add_argument("env", help="environment id, e.g. CartPole-v1 (the paper's ids work too)")
+    parser.add_argument("--no-contract", action="store_true",
+                        help="leave out the note on the world-model contract")
+    parser.add_argument("--write", metavar="DIR", default=None,
+                        help="write all 18 descriptions as DIR/<env>.md instead (env: 'all')")
+    parser.set_defaults(func=run_describe)
+
+
+def run_envs(args: argparse.Namespace) -> int:
+    from codeworld.envs import get_spec, list_envs
+
+    header = f"{'env':<26} {'paper id':<26} {'actions':<18} {'obs':>4} {'planner':<7} {'state tol':<10} settable"
+    print(header)
+    print("-" * len(header))
+    for env_id in list_envs():
+        spec = get_spec(env_id)
+        if spec.discrete:
+            actions = f"discrete({spec.n_actions})"
+        else:
+            actions = f"box({spec.action_dim})"
+        tol = "exact" if spec.state_atol == 0 and spec.state_rtol == 0 else f"{spec.state_atol:g}"
+        print(f"{spec.env_id:<26} {spec.paper_id:<26} {actions:<18} {spec.obs_dim:>4} "
+              f"{spec.planner:<7} {tol:<10} {'yes' if spec.settable else 'no'}")
+    return 0
+
+
+def run_describe(args: argparse.Namespace) -> int:
+    from codeworld.envs import UnknownEnvError
+    from codeworld.envs.descriptions import describe, write_descriptions
+
+    if args.write:
+        env_ids = None if args.env == "all" else [args.env]
+        try:
+            paths = write_descriptions(args.write, env_ids)
+        except UnknownEnvError as exc:
+            print(f"codeworld describe: {exc}", file=sys.stderr)
+            return 2
+        for path in paths:
+            print(path)
+        return 0
+    try:
+        print(describe(args.env, contract=not args.no_contract), end="")
+    except UnknownEnvError as exc:
+        print(f"codeworld describe: {exc}", file=sys.stderr)
+        return 2
+    return 0

@@ -1,0 +1,192 @@
+"""Collecting CWMB replay buffers with the paper's protocol, seeded and reproducible.
+
+The protocol (CWMB paper, section 4): 10 episodes of at most 100 steps; about half from a random
+policy, half from a planner acting on the real environment at increasing effort. Until codeworld's
+planners are wired in, the planner is *random shooting* on the true simulator: at every step it
+draws K action sequences of horizon H, rolls each out on a copy of the real simulator state, and
+takes the first action of the sequence with the highest return. Effort level e = 1..5 uses
+K = 4e sequences. The protocol is recorded in the buffer's sidecar.
+
+Every random number comes from ``numpy.random.default_rng([seed, episode, ...])`` (never from the
+env's action space), and env resets are seeded, so the same versions and seed give the same
+buffer, byte for byte.
+"""
+
+from __future__ import annotations
+
+import copy
+import platform
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from codeworld.envs.buffers import ReplayBuffer, make_buffer
+from codeworld.envs.registry import (
+    MUJOCO, EnvSpec, decode_action, encode_action, encode_obs, get_spec, make_env,
+)
+
+
+@dataclass(frozen=True)
+class CollectionConfig:
+    """The collection protocol (defaults: the CWMB paper's).
+
+    Attributes:
+        episodes: number of episodes (paper: 10).
+        max_steps: longest episode; a longer one is cut and marked truncated (paper: 100).
+        random_episodes: how many of the episodes, first, use the uniform random policy (paper:
+            about half).
+        seed: base seed of env resets and every random draw.
+        horizon: planning horizon H of the random-shooting controller.
+        sequences_per_effort: K = this * effort sequences per step; effort goes 1, 2, ... over the
+            planner episodes.
+    """
+
+    episodes: int = 10
+    max_steps: int = 100
+    random_episodes: int = 5
+    seed: int = 0
+    horizon: int = 10
+    sequences_per_effort: int = 4
+
+
+# The attributes that hold a toy-text or classic-control simulator's mutable state (the rest, such
+# as Taxi's transition table, is fixed and too large to copy at every planning step).
+_STATE_ATTRIBUTES = ("s", "lastaction", "player", "dealer", "state", "steps_beyond_terminated",
+                     "last_u", "_np_random")
+
+
+class _SimSnapshot:
+    """Save and restore the state of a simulator for planning on the real environment.
+
+    MuJoCo: the whole ``MjData`` (positions, velocities, warm start, time). Others: the attributes
+    in `_STATE_ATTRIBUTES` that the env has, deep-copied (including its random generator).
+    """
+
+    def __init__(self, env):
+        self.env = env.unwrapped
+        self.mujoco = hasattr(self.env, "model") and hasattr(self.env, "data")
+
+    def save(self) -> Any:
+        if self.mujoco:
+            import mujoco
+
+            snapshot = mujoco.MjData(self.env.model)
+            mujoco.mj_copyData(snapshot, self.env.model, self.env.data)
+            return snapshot
+        return {k: copy.deepcopy(v) for k, v in vars(self.env).items() if k in _STATE_ATTRIBUTES}
+
+    def restore(self, saved: Any) -> None:
+        if self.mujoco:
+            import mujoco
+
+            mujoco.mj_copyData(self.env.data, self.env.model, saved)
+        else:
+            for key, value in saved.items():
+                setattr(self.env, key, copy.deepcopy(value))
+
+
+def _sample_actions(spec: EnvSpec, rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+    """Uniform random actions, float64 rows (a discrete action as one number, continuous as float32 values)."""
+    if spec.discrete:
+        return rng.integers(0, spec.n_actions, size=shape + (1,)).astype(np.float64)
+    low = np.asarray(spec.action_low)
+    high = np.asarray(spec.action_high)
+    sample = rng.uniform(low, high, size=shape + (spec.action_dim,))
+    return sample.astype(np.float32).astype(np.float64)
+
+
+def _shooting_action(spec: EnvSpec, env, rng: np.random.Generator, n_sequences: int, horizon: int) -> np.ndarray:
+    """The first action of the best of `n_sequences` random sequences rolled out on the real sim."""
+    snap = _SimSnapshot(env)
+    start = snap.save()
+    sequences = _sample_actions(spec, rng, (n_sequences, horizon))
+    best, best_return = 0, -np.inf
+    for k in range(n_sequences):
+        snap.restore(start)
+        total = 0.0
+        for t in range(horizon):
+            _, reward, terminated, _, _ = env.unwrapped.step(decode_action(spec.env_id, sequences[k, t]))
+            total += float(reward)
+            if terminated:
+                break
+        if total > best_return:
+            best, best_return = k, total
+    snap.restore(start)
+    return sequences[best, 0]
+
+
+def collect_buffer(env_id: str, config: CollectionConfig | None = None) -> ReplayBuffer:
+    """Collect a replay buffer of `env_id` with the CWMB protocol (see the module docstring).
+
+    Returns:
+        The buffer; its ``metadata`` is the sidecar record (versions, seed, protocol).
+    """
+    import warnings
+
+    import gymnasium
+
+    config = config or CollectionConfig()
+    spec = get_spec(env_id)
+    env = make_env(spec.env_id)
+    rows: dict[str, list] = {k: [] for k in ("obs", "actions", "rewards", "next_obs", "terminated",
+                                             "truncated", "episode_start")}
+    policies = []
+    for episode in range(config.episodes):
+        effort = episode - config.random_episodes + 1
+        policies.append("random" if effort <= 0 else f"random_shooting(effort={effort})")
+        obs, _ = env.reset(seed=config.seed * 1000 + episode)
+        rng = np.random.default_rng([config.seed, episode])
+        start = len(rows["rewards"])
+        for t in range(config.max_steps):
+            if effort <= 0:
+                action = _sample_actions(spec, rng, ())
+            else:
+                n_seq = config.sequences_per_effort * effort
+                action = _shooting_action(spec, env, rng, n_seq, config.horizon)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                next_obs, reward, terminated, truncated, _ = env.step(decode_action(spec.env_id, action))
+            cut = t + 1 == config.max_steps
+            rows["obs"].append(encode_obs(spec.env_id, obs))
+            rows["actions"].append(encode_action(spec.env_id, action))
+            rows["rewards"].append(float(reward))
+            rows["next_obs"].append(encode_obs(spec.env_id, next_obs))
+            rows["terminated"].append(bool(terminated))
+            rows["truncated"].append(bool(not terminated and (truncated or cut)))
+            rows["episode_start"].append(start)
+            obs = next_obs
+            if terminated or truncated:
+                break
+    env.close()
+    metadata = {
+        "env_id": spec.env_id,
+        "paper_id": spec.paper_id,
+        "gym_id": spec.gym_id,
+        "versions": collection_versions(),
+        "seed": config.seed,
+        "protocol": {
+            **asdict(config),
+            "policies": policies,
+            "planner": "random shooting on the true simulator: K = sequences_per_effort * effort "
+                       "uniform random action sequences of length horizon, first action of the "
+                       "best return",
+            "truncated": "set on the last step of an episode cut by Gymnasium's time limit or by "
+                         "max_steps; never together with terminated",
+        },
+    }
+    arrays = {k: np.array(v) for k, v in rows.items()}
+    return make_buffer(spec.env_id, metadata=metadata, **arrays)
+
+
+def collection_versions() -> dict[str, str]:
+    """Versions that determine the collected data (recorded in sidecars)."""
+    import gymnasium
+    import mujoco
+
+    return {
+        "gymnasium": gymnasium.__version__,
+        "mujoco": mujoco.__version__,
+        "numpy": np.__version__,
+        "python": platform.python_version(),
+    }

@@ -1,0 +1,152 @@
+"""Environment descriptions for the LLM, built from the installed Gymnasium class docstrings.
+
+As in the CWMB paper, the description of an environment is its Gymnasium documentation: the
+sections that say what the environment is (Description, Action Space, Observation Space, Rewards,
+Starting State, Episode End, and MountainCar's Transition Dynamics) are kept; arguments, version
+history, references, code examples and links are dropped. The ``-v4`` MuJoCo classes have no
+docstring in Gymnasium 1.4, so their description comes from the ``-v5`` class of the same robot
+(a short note says so). A fixed note on the world-model contract and codeworld's flat state
+encoding closes every description.
+
+Descriptions are built at run time (`describe`) and also written to ``data/descriptions/`` by
+`write_descriptions`, so that they can be reviewed in the repository.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import re
+from pathlib import Path
+
+from codeworld.envs.registry import EnvSpec, get_spec, list_envs
+
+# Top-level docstring sections kept, matched on their lower-cased title without a trailing colon.
+KEPT_SECTIONS = (
+    "description",
+    "action space",
+    "observation space",
+    "transition dynamics",
+    "reward",
+    "rewards",
+    "starting state",
+    "episode end",
+    "episode truncation",
+)
+
+DESCRIPTION_DIR = Path(__file__).resolve().parents[2] / "data" / "descriptions"
+
+_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*$")
+_MD_LINK = re.compile(r"\[([^\]]*)\]\((?:[^()]|\([^()]*\))*\)")
+_HTML_TAG = re.compile(r"<[^>]+>")
+_CITATION = re.compile(r"\s*\[\d+(?:,\s*\d+)*\]")
+_URL = re.compile(r"\s*\(?https?://\S+\)?")
+
+
+def _docstring_class(spec: EnvSpec) -> tuple[type, str]:
+    """The Gymnasium class whose docstring describes `spec`, and a note when it is a v5 stand-in."""
+    import gymnasium as gym
+
+    module_name, class_name = gym.spec(spec.gym_id).entry_point.split(":")
+    cls = getattr(importlib.import_module(module_name), class_name)
+    note = ""
+    if not (cls.__doc__ or "").strip() and module_name.endswith("_v4"):
+        cls = getattr(importlib.import_module(module_name[:-3] + "_v5"), class_name)
+        note = "(From the documentation of the v5 version of this environment.)"
+    if spec.gym_id != spec.env_id:
+        note = (f"(From the documentation of {spec.gym_id}, which codeworld runs as {spec.env_id}; "
+                "the observation, actions and reward terms are the same.)")
+    return cls, note
+
+
+def _clean(text: str) -> str:
+    """Drop links, HTML tags, citation marks and fenced code blocks from docstring markdown."""
+    text = re.sub(r"```.*?```", "", text, flags=re.S)
+    text = _MD_LINK.sub(r"\1", text)
+    text = _HTML_TAG.sub("", text)
+    text = _CITATION.sub("", text)
+    text = _URL.sub("", text)
+    text = re.sub(r"\n{3,}", "\n\n", text)
+    return text.strip()
+
+
+def _sections(doc: str) -> list[tuple[str, str]]:
+    """Split a docstring into (top-level title, body) pairs; text before any heading has title ''.
+
+    Subheadings deeper than the first heading level found stay inside their section.
+    """
+    lines = inspect.cleandoc(doc).splitlines()
+    levels = [len(m.group(1)) for m in map(_HEADING.match, lines) if m]
+    top = min(levels) if levels else 0
+    sections: list[tuple[str, list[str]]] = [("", [])]
+    for line in lines:
+        match = _HEADING.match(line)
+        if match and len(match.group(1)) == top:
+            sections.append((match.group(2).rstrip(":").strip(), []))
+        else:
+            sections[-1][1].append(line)
+    return [(title, "\n".join(body)) for title, body in sections]
+
+
+def contract_note(spec: EnvSpec) -> str:
+    """The fixed note on the world-model contract and the state/action encoding of `spec`."""
+    if spec.discrete:
+        action = f"an int in 0..{spec.n_actions - 1}"
+    else:
+        action = (f"a 1-D float64 numpy array of {spec.action_dim} values in "
+                  f"[{min(spec.action_low):g}, {max(spec.action_high):g}]")
+    if spec.env_id == "Blackjack-v1":
+        state = "3 numbers (player_sum, dealer_card, usable_ace)"
+    elif spec.obs_dim == 1:
+        state = "1 number (the discrete observation)"
+    else:
+        state = f"{spec.obs_dim} numbers, in the order of the observation above"
+    return (
+        "## World-model contract\n\n"
+        "Write a Python module with a pure function `step(state, action) -> (next_state, reward, done)`.\n"
+        f"`state` is a 1-D float64 numpy array of {state}; `action` is {action}.\n"
+        "Return `next_state` in the same encoding, `reward` as a float and `done` as a bool that is\n"
+        "True only when the episode terminates (never for a time-limit truncation).\n"
+        "Use only `numpy` and `math`, module-level constants and helper functions."
+    )
+
+
+def describe(env_id: str, contract: bool = True) -> str:
+    """The description of a CWMB environment, built from the installed Gymnasium docstring.
+
+    Args:
+        env_id: codeworld's or the paper's id.
+        contract: append the note on the world-model contract.
+    """
+    spec = get_spec(env_id)
+    cls, note = _docstring_class(spec)
+    parts = [f"# {spec.env_id}"]
+    if note:
+        parts.append(note)
+    for title, body in _sections(cls.__doc__ or ""):
+        body = _clean(body)
+        if not body:
+            continue
+        if title == "":
+            parts.append(body)
+        elif title.lower() in KEPT_SECTIONS:
+            parts.append(f"## {title}\n\n{body}")
+    if contract:
+        parts.append(contract_note(spec))
+    return "\n\n".join(parts) + "\n"
+
+
+def description_path(env_id: str, directory: Path | str | None = None) -> Path:
+    """Where the reviewable copy of an environment's description lives."""
+    return Path(directory or DESCRIPTION_DIR) / f"{get_spec(env_id).env_id}.md"
+
+
+def write_descriptions(directory: Path | str | None = None, env_ids: list[str] | None = None) -> list[Path]:
+    """Write the descriptions (markdown) of `env_ids` (default: all 18) into `directory`."""
+    paths = []
+    for env_id in env_ids or list_envs():
+        path = description_path(env_id, directory)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(describe(env_id), encoding="utf-8")
+        paths.append(path)
+    return paths
