@@ -41,7 +41,9 @@ struct MctsResult {
 // Sentinel for "no node" in the child and parent arrays.
 constexpr int64_t kNoNode = -1;
 
-enum LeafKind : int8_t { kLeafExpand = 0, kLeafTerminal = 1, kLeafDropped = 2 };
+// A selection ends at a new node (expand it), a known terminal node, or a node created earlier in
+// the same wave (pending: it gets one more rollout once expanded).
+enum LeafKind : int8_t { kLeafExpand = 0, kLeafTerminal = 1, kLeafPending = 2 };
 
 // Plans one action. Writes the root's per-action visit counts and mean values (0 where unvisited)
 // to root_visits and root_values (n_actions each).
@@ -109,10 +111,20 @@ MctsResult mcts_plan(Stepper& step, const double* root_state, int64_t n_state, c
             best = c;
           }
         }
-        if (best == kNoNode) {  // every child is waiting for this wave's expansion
-          leaf[j] = node;
-          leaf_kind[j] = kLeafDropped;
-          for (int64_t up = node; up != kNoNode; up = parent[up]) visits[up] -= 1;
+        if (best == kNoNode) {
+          // Every child waits for this wave's expansion: roll out once more from the least
+          // visited of them (leaf parallelism) instead of wasting the simulation.
+          int64_t fewest = std::numeric_limits<int64_t>::max();
+          for (int64_t a = 0; a < A; ++a) {
+            const int64_t c = children[node * A + a];
+            if (visits[c] < fewest) {
+              fewest = visits[c];
+              best = c;
+            }
+          }
+          visits[best] += 1;
+          leaf[j] = best;
+          leaf_kind[j] = kLeafPending;
           break;
         }
         node = best;
@@ -153,7 +165,7 @@ MctsResult mcts_plan(Stepper& step, const double* root_state, int64_t n_state, c
     for (int64_t j = 0; j < k; ++j) {
       rollout_return[j] = 0.0;
       discount[j] = 1.0;
-      alive[j] = (leaf_kind[j] == kLeafExpand && !terminal[leaf[j]]) ? 1 : 0;
+      alive[j] = (leaf_kind[j] != kLeafTerminal && !terminal[leaf[j]]) ? 1 : 0;
       if (alive[j]) {
         for (int64_t d = 0; d < n_state; ++d) batch_states[j * n_state + d] = states[leaf[j] * n_state + d];
       }
@@ -191,8 +203,7 @@ MctsResult mcts_plan(Stepper& step, const double* root_state, int64_t n_state, c
 
     // Backup.
     for (int64_t j = 0; j < k; ++j) {
-      if (leaf_kind[j] == kLeafDropped) continue;
-      double g = leaf_kind[j] == kLeafExpand ? rollout_return[j] : 0.0;
+      double g = leaf_kind[j] == kLeafTerminal ? 0.0 : rollout_return[j];
       for (int64_t node = leaf[j]; node != 0; node = parent[node]) {
         g = reward[node] + p.gamma * g;
         value_sum[node] += g;

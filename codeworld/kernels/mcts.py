@@ -1,7 +1,8 @@
 """UCT for discrete actions: the Numba twin of csrc/mcts.h, the plain-Python reference, and dispatch.
 
 All three implement the same algorithm, documented in csrc/mcts.h: simulations in waves of
-`wave_size` leaves (1 = the paper's sequential UCT), first-untried-action expansion, uniform random
+`wave_size` leaves (1 = the paper's sequential UCT; a selection that only finds children pending
+in the same wave rolls out once more from the least visited one), first-untried-action expansion, uniform random
 rollouts drawn from one SplitMix64 generator in lockstep order, and the root action with the
 highest mean value (ties to the lowest index). For the same seed, model and root state they pick
 the same action.
@@ -24,7 +25,7 @@ from codeworld._backend import backend, core
 from codeworld.kernels._plan_rng import SplitMix64, rng_integer, seed_state
 
 NO_NODE = -1
-_EXPAND, _TERMINAL, _DROPPED = 0, 1, 2
+_EXPAND, _TERMINAL, _PENDING = 0, 1, 2
 
 BatchStep = Callable[[np.ndarray, np.ndarray], tuple]
 
@@ -111,12 +112,15 @@ def _mcts_numba(fn, root_state, n_actions, num_simulations, rollout_depth, wave_
                         best_score = score
                         best = c
                 if best == -1:
-                    leaf[j] = node
+                    fewest = np.iinfo(np.int64).max
+                    for a in range(A):
+                        c = children[node * A + a]
+                        if visits[c] < fewest:
+                            fewest = visits[c]
+                            best = c
+                    visits[best] += 1
+                    leaf[j] = best
                     leaf_kind[j] = 2
-                    up = node
-                    while up != -1:
-                        visits[up] -= 1
-                        up = parent[up]
                     break
                 node = best
                 visits[node] += 1
@@ -139,7 +143,7 @@ def _mcts_numba(fn, root_state, n_actions, num_simulations, rollout_depth, wave_
         for j in range(k):
             rollout_return[j] = 0.0
             discount[j] = 1.0
-            alive[j] = 1 if (leaf_kind[j] == 0 and terminal[leaf[j]] == 0) else 0
+            alive[j] = 1 if (leaf_kind[j] != 1 and terminal[leaf[j]] == 0) else 0
             if alive[j]:
                 roll_states[j, :] = states[leaf[j]]
         for depth in range(rollout_depth):
@@ -163,9 +167,7 @@ def _mcts_numba(fn, root_state, n_actions, num_simulations, rollout_depth, wave_
                 break
 
         for j in range(k):
-            if leaf_kind[j] == 2:
-                continue
-            g = rollout_return[j] if leaf_kind[j] == 0 else 0.0
+            g = 0.0 if leaf_kind[j] == 1 else rollout_return[j]
             node = leaf[j]
             while node != 0:
                 g = reward[node] + gamma * g
@@ -248,12 +250,10 @@ def mcts_reference(step_batch: BatchStep, root_state: np.ndarray, n_actions: int
                     score = value_sum[c] / n + c_uct * math.sqrt(log_n / n)
                     if score > best_score:
                         best, best_score = c, score
-                if best == NO_NODE:
-                    leaves.append((node, _DROPPED))
-                    up = node
-                    while up != NO_NODE:
-                        visits[up] -= 1
-                        up = parent[up]
+                if best == NO_NODE:  # every child waits for this wave: one more rollout from one
+                    best = min(children[node], key=lambda c: visits[c])  # first of the least visited
+                    visits[best] += 1
+                    leaves.append((best, _PENDING))
                     break
                 node = best
                 visits[node] += 1
@@ -270,7 +270,7 @@ def mcts_reference(step_batch: BatchStep, root_state: np.ndarray, n_actions: int
 
         ret = [0.0] * k
         disc = [1.0] * k
-        alive = [kind == _EXPAND and not terminal[c] for c, kind in leaves]
+        alive = [kind != _TERMINAL and not terminal[c] for c, kind in leaves]
         cur = [states[c] if alive[j] else None for j, (c, _) in enumerate(leaves)]
         for _ in range(rollout_depth):
             live = [j for j in range(k) if alive[j]]
@@ -286,9 +286,7 @@ def mcts_reference(step_batch: BatchStep, root_state: np.ndarray, n_actions: int
                 cur[j] = nxt[b].copy()
 
         for j, (node, kind) in enumerate(leaves):
-            if kind == _DROPPED:
-                continue
-            g = ret[j] if kind == _EXPAND else 0.0
+            g = 0.0 if kind == _TERMINAL else ret[j]
             while node != 0:
                 g = reward[node] + gamma * g
                 value_sum[node] += g

@@ -1,0 +1,366 @@
+"""Evaluation by return: a random policy, the planner on the true simulator, the planner on a CWM.
+
+Every policy plays the same seeded episodes of the real Gymnasium environment (episode ``i``
+resets with seed ``seed + i``). The normalized return of the CWMB paper is
+``(R_cwm - R_random) / (R_oracle - R_random)``; where oracle and random tie it is undefined and
+reported as None, not as a number. Random and oracle results are cached on disk per environment,
+planner config, seed, episode count and step cap (under ``$CODEWORLD_CACHE_DIR/eval``, by default
+``~/.cache/codeworld/eval``), since the oracle is by far the slowest of the three.
+
+The CWM is untrusted: it is loaded in a sandbox worker and planned with there
+(`codeworld.planning.ops`); the real environment stays here and sends it one state per decision.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from codeworld.planning.config import config_to_dict, make_config
+from codeworld.planning.planners import ModelAccess, decision_seed, make_planner
+
+Progress = Callable[[str, int, int], None]  # (policy, episode, step)
+DEFAULT_DECISION_TIMEOUT_S = 120.0
+_CACHE_VERSION = 1
+
+
+@dataclass
+class ReturnStats:
+    """Returns of one policy over seeded episodes.
+
+    Attributes:
+        policy: ``"random"``, ``"oracle"`` or ``"model"``.
+        returns: undiscounted return of each finished episode.
+        lengths: steps of each finished episode.
+        status: ``"ok"``, or the sandbox status that ended the run early (``"timeout"``, ...).
+        message: what went wrong, when status is not ok.
+        model_steps: simulated steps the planner took.
+        seconds: wall time.
+        cached: whether the result came from the cache.
+    """
+
+    policy: str
+    returns: list[float] = field(default_factory=list)
+    lengths: list[int] = field(default_factory=list)
+    status: str = "ok"
+    message: str | None = None
+    model_steps: int = 0
+    seconds: float = 0.0
+    cached: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    @property
+    def mean(self) -> float | None:
+        return float(np.mean(self.returns)) if self.returns else None
+
+    @property
+    def stderr(self) -> float | None:
+        if not self.returns:
+            return None
+        if len(self.returns) < 2:
+            return 0.0
+        return float(np.std(self.returns, ddof=1) / math.sqrt(len(self.returns)))
+
+    def to_dict(self) -> dict:
+        out = asdict(self)
+        out.update(mean=self.mean, stderr=self.stderr)
+        return out
+
+
+def normalized_return(r_model: float | None, r_random: float | None, r_oracle: float | None) -> float | None:
+    """``(R_cwm - R_random) / (R_oracle - R_random)``; None when undefined (a tie, or a value missing)."""
+    if r_model is None or r_random is None or r_oracle is None:
+        return None
+    gap = r_oracle - r_random
+    if abs(gap) <= 1e-9 * max(1.0, abs(r_oracle), abs(r_random)):
+        return None
+    return float((r_model - r_random) / gap)
+
+
+@dataclass
+class Evaluation:
+    """The three returns and the normalized return for one environment and model.
+
+    Attributes:
+        env_id, seed, episodes, max_steps: the protocol.
+        config: the planner config (as a dict with its planner name).
+        random, oracle, model: each policy's returns (None when not run).
+    """
+
+    env_id: str
+    seed: int
+    episodes: int
+    max_steps: int | None
+    config: dict
+    random: ReturnStats | None = None
+    oracle: ReturnStats | None = None
+    model: ReturnStats | None = None
+
+    @property
+    def normalized_return(self) -> float | None:
+        if self.model is None or not self.model.ok or self.random is None or self.oracle is None:
+            return None
+        return normalized_return(self.model.mean, self.random.mean, self.oracle.mean)
+
+    @property
+    def normalized_note(self) -> str | None:
+        """Why the normalized return is undefined, when it is."""
+        if self.normalized_return is not None:
+            return None
+        if self.model is None or self.random is None or self.oracle is None:
+            return "needs the model, random and oracle returns"
+        if not self.model.ok:
+            return f"the model's run ended early ({self.model.status})"
+        return "undefined: the oracle and the random policy tie"
+
+    def to_dict(self) -> dict:
+        def mean(stats):
+            return None if stats is None else stats.mean
+
+        return {
+            "env_id": self.env_id,
+            "episodes": self.episodes,
+            "seed": self.seed,
+            "max_steps": self.max_steps,
+            "config": self.config,
+            "return_model": mean(self.model),
+            "return_random": mean(self.random),
+            "return_oracle": mean(self.oracle),
+            "normalized_return": self.normalized_return,
+            "normalized_note": self.normalized_note,
+            "random": None if self.random is None else self.random.to_dict(),
+            "oracle": None if self.oracle is None else self.oracle.to_dict(),
+            "model": None if self.model is None else self.model.to_dict(),
+        }
+
+
+# -- episodes -------------------------------------------------------------------------------------
+
+
+class _Stop(Exception):
+    """A policy's run ends early (the model failed); carries the sandbox status."""
+
+    def __init__(self, status: str, message: str):
+        super().__init__(message)
+        self.status = status
+
+
+def _run_episodes(policy: str, env_id: str, episodes: int, seed: int, max_steps: int | None,
+                  decide: Callable[[Any, np.ndarray, int, int], list], on_episode: Callable[[int], None] | None,
+                  progress: Progress | None) -> ReturnStats:
+    from codeworld.envs import make_env
+
+    stats = ReturnStats(policy)
+    begin = time.monotonic()
+    env = make_env(env_id)
+    try:
+        for episode in range(episodes):
+            obs, _ = env.reset(seed=seed + episode)
+            if on_episode is not None:
+                on_episode(episode)
+            total, t, queue = 0.0, 0, []
+            while True:
+                if not queue:
+                    try:
+                        queue = list(decide(env, obs, episode, t))
+                    except _Stop as stop:
+                        stats.status, stats.message = stop.status, str(stop)
+                        return stats
+                obs, reward, terminated, truncated, _ = env.step(queue.pop(0))
+                total += float(reward)
+                t += 1
+                if progress is not None:
+                    progress(policy, episode, t)
+                if terminated or truncated or (max_steps is not None and t >= max_steps):
+                    break
+            stats.returns.append(total)
+            stats.lengths.append(t)
+    finally:
+        env.close()
+        stats.seconds = time.monotonic() - begin
+    return stats
+
+
+def run_random(env_id: str, episodes: int = 10, seed: int = 0, max_steps: int | None = None,
+               progress: Progress | None = None) -> ReturnStats:
+    """Returns of a uniformly random policy (the action space seeded per episode)."""
+    spaces: dict = {}
+
+    def on_episode(episode: int) -> None:
+        spaces.clear()
+
+    def decide(env, obs, episode, t):
+        if "space" not in spaces:
+            env.action_space.seed(seed + episode)
+            spaces["space"] = env.action_space
+        return [spaces["space"].sample()]
+
+    return _run_episodes("random", env_id, episodes, seed, max_steps, decide, on_episode, progress)
+
+
+def _to_env_action(spec, action):
+    if spec.discrete:
+        return int(action)
+    return np.asarray(action, dtype=np.float32)
+
+
+def run_oracle(env_id: str, config=None, episodes: int = 10, seed: int = 0, max_steps: int | None = None,
+               progress: Progress | None = None) -> ReturnStats:
+    """Returns of the planner using the true simulator as its model (restored per simulated step)."""
+    from codeworld.envs import get_spec
+    from codeworld.planning.oracle import OracleModel
+
+    spec = get_spec(env_id)
+    config = config or make_config(spec.planner)
+    oracle = OracleModel(spec.env_id)
+    planner = make_planner(config, spec)
+    access = ModelAccess(step_batch=oracle.step_batch, oracle=True)
+    try:
+        def decide(env, obs, episode, t):
+            if t == 0:
+                planner.reset()
+            actions = planner.act(access, oracle.state_of(env), decision_seed(seed, episode, t))
+            return [_to_env_action(spec, a) for a in actions]
+
+        stats = _run_episodes("oracle", spec.env_id, episodes, seed, max_steps, decide, None, progress)
+    finally:
+        oracle.close()
+    stats.model_steps = oracle.steps
+    return stats
+
+
+def run_model(env_id: str, source: str, config=None, episodes: int = 10, seed: int = 0,
+              max_steps: int | None = None, decision_timeout_s: float = DEFAULT_DECISION_TIMEOUT_S,
+              compile: bool = True, progress: Progress | None = None, limits=None) -> ReturnStats:
+    """Returns of the planner using a code world model, planned with inside a sandbox worker.
+
+    A model that fails to load, raises, returns something outside the contract, or takes longer
+    than `decision_timeout_s` for one decision ends the run with that sandbox status and message.
+    """
+    from codeworld.envs import encode_obs, get_spec
+    from codeworld.sandbox import ModelWorker, SandboxLimits
+
+    spec = get_spec(env_id)
+    config = config or make_config(spec.planner)
+    limits = limits or SandboxLimits(timeout_s=decision_timeout_s, preload_numba=compile)
+    worker = ModelWorker(source, discrete=spec.discrete, compile=compile, limits=limits)
+    model_steps = 0
+    reset_args = {"config": config_to_dict(config), "n_actions": spec.n_actions,
+                  "action_low": list(spec.action_low), "action_high": list(spec.action_high)}
+    try:
+        def decide(env, obs, episode, t):
+            nonlocal model_steps
+            if t == 0:
+                started = worker.call("codeworld.planning.ops:plan_reset", **reset_args)
+                if not started.ok:
+                    raise _Stop(started.status, f"loading the model failed: {started.summary()}")
+            result = worker.call("codeworld.planning.ops:plan_act", timeout_s=decision_timeout_s,
+                                 state=encode_obs(spec.env_id, obs), seed=decision_seed(seed, episode, t))
+            if not result.ok:
+                where = f"episode {episode}, step {t}"
+                raise _Stop(result.status, f"the model failed while planning ({where}): {result.summary()}")
+            model_steps += int(result.value["model_steps"])
+            return [_to_env_action(spec, a) for a in result.value["actions"]]
+
+        stats = _run_episodes("model", spec.env_id, episodes, seed, max_steps, decide, None, progress)
+    finally:
+        worker.close()
+    stats.model_steps = model_steps
+    return stats
+
+
+# -- caching --------------------------------------------------------------------------------------
+
+
+def cache_dir() -> Path:
+    """Where random and oracle results are cached (``$CODEWORLD_CACHE_DIR/eval``)."""
+    root = os.environ.get("CODEWORLD_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "codeworld")
+    return Path(root) / "eval"
+
+
+def _cache_key(policy: str, env_id: str, config: dict | None, episodes: int, seed: int, max_steps: int | None) -> str:
+    import gymnasium
+
+    import codeworld
+
+    payload = {"v": _CACHE_VERSION, "policy": policy, "env_id": env_id, "config": config, "episodes": episodes,
+               "seed": seed, "max_steps": max_steps, "gymnasium": gymnasium.__version__,
+               "codeworld": codeworld.__version__}
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:24]
+
+
+def _cached(policy: str, env_id: str, config: dict | None, episodes: int, seed: int, max_steps: int | None,
+            use_cache: bool, compute: Callable[[], ReturnStats]) -> ReturnStats:
+    path = cache_dir() / f"{env_id}-{policy}-{_cache_key(policy, env_id, config, episodes, seed, max_steps)}.json"
+    if use_cache and path.exists():
+        data = json.loads(path.read_text())
+        data.pop("mean", None)
+        data.pop("stderr", None)
+        stats = ReturnStats(**data)
+        stats.cached = True
+        return stats
+    stats = compute()
+    if use_cache and stats.ok:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".tmp{os.getpid()}")
+        tmp.write_text(json.dumps(stats.to_dict()))
+        os.replace(tmp, path)
+    return stats
+
+
+# -- the whole evaluation -------------------------------------------------------------------------
+
+POLICIES = ("random", "oracle", "model")
+
+
+def evaluate(env_id: str, source: str | None = None, config=None, *, episodes: int = 10, seed: int = 0,
+             max_steps: int | None = None, policies: tuple[str, ...] = POLICIES, use_cache: bool = True,
+             decision_timeout_s: float = DEFAULT_DECISION_TIMEOUT_S, compile: bool = True,
+             progress: Progress | None = None) -> Evaluation:
+    """Evaluate a code world model by the return its planner earns on the real environment.
+
+    Args:
+        env_id: a CWMB environment id.
+        source: the model program (needed when ``"model"`` is in `policies`).
+        config: an `MctsConfig` or `CemConfig` (default: the paper's, for the env's planner).
+        episodes: seeded episodes per policy (paper: 10).
+        seed: episode ``i`` resets with ``seed + i``; planner seeds derive from it too.
+        max_steps: cap on steps per episode (None: the env's own time limit).
+        policies: which of ``"random"``, ``"oracle"``, ``"model"`` to run.
+        use_cache: read and write cached random and oracle results.
+        decision_timeout_s: the longest one planning decision with the model may take.
+        compile: try to compile the model with Numba (else it runs on the Python path).
+        progress: called as ``progress(policy, episode, step)`` after every real step.
+    """
+    from codeworld.envs import get_spec
+
+    spec = get_spec(env_id)
+    config = config or make_config(spec.planner)
+    cfg = config_to_dict(config)
+    unknown = set(policies) - set(POLICIES)
+    if unknown:
+        raise ValueError(f"unknown policies {sorted(unknown)} (known: {', '.join(POLICIES)})")
+    result = Evaluation(spec.env_id, seed, episodes, max_steps, cfg)
+    if "random" in policies:
+        result.random = _cached("random", spec.env_id, None, episodes, seed, max_steps, use_cache,
+                                lambda: run_random(spec.env_id, episodes, seed, max_steps, progress))
+    if "oracle" in policies:
+        result.oracle = _cached("oracle", spec.env_id, cfg, episodes, seed, max_steps, use_cache,
+                                lambda: run_oracle(spec.env_id, config, episodes, seed, max_steps, progress))
+    if "model" in policies:
+        if source is None:
+            raise ValueError("evaluating the model needs its source")
+        result.model = run_model(spec.env_id, source, config, episodes, seed, max_steps, decision_timeout_s,
+                                 compile, progress)
+    return result

@@ -1,0 +1,94 @@
+"""Sandbox ops that plan with an untrusted model, inside the worker that loaded it.
+
+The parent keeps the real environment and, per decision, sends the current state:
+
+    worker.call("codeworld.planning.ops:plan_reset", config=..., n_actions=..., ...)
+    worker.call("codeworld.planning.ops:plan_act", state=..., seed=...)
+
+so a model that crashes or hangs mid-plan ends that request with a structured sandbox record
+(exception, invalid_output, timeout, ...) and nothing else. A compiled model is planned with
+through its C function pointer; any other through one batched Python call per depth level.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+import numpy as np
+
+from codeworld import model as cwm
+from codeworld.kernels.mcts import PlanningModelError
+from codeworld.planning.config import config_from_dict
+from codeworld.planning.planners import ModelAccess, make_planner
+
+
+def python_step_batch(model: cwm.LoadedModel):
+    """A batched step over a loaded model's Python ``step``, validating every output."""
+
+    def step_batch(states: np.ndarray, actions: np.ndarray):
+        n, n_state = states.shape
+        next_states = np.empty((n, n_state))
+        rewards = np.empty(n)
+        dones = np.empty(n, dtype=np.uint8)
+        for i in range(n):
+            action = int(actions[i, 0]) if model.discrete else actions[i].copy()
+            result = model.step(states[i].copy(), action)
+            try:
+                nxt, reward, done = cwm.validate_output(result, n_state)
+            except cwm.InvalidOutput as exc:
+                exc.sandbox_status = "invalid_output"  # read by the worker's error record
+                raise
+            next_states[i] = nxt
+            rewards[i] = reward
+            dones[i] = done
+        return next_states, rewards, dones
+
+    return step_batch
+
+
+def _model(ctx) -> cwm.LoadedModel:
+    model = ctx.state.get("model")
+    if model is None:
+        raise RuntimeError("no model loaded in this worker (call the 'load' op first)")
+    return model
+
+
+def plan_reset(ctx, config: dict, n_actions: int = 0, action_low=(), action_high=()) -> dict:
+    """Create the planner for a new episode. Returns how the model is reached."""
+    model = _model(ctx)
+    spec = SimpleNamespace(n_actions=n_actions, action_low=tuple(action_low), action_high=tuple(action_high))
+    planner = ctx.state.get("planner")
+    cfg = config_from_dict(config)
+    if planner is None or planner.config != cfg:
+        planner = make_planner(cfg, spec)
+        ctx.state["planner"] = planner
+    planner.reset()
+    ctx.state["planner_access"] = ModelAccess(compiled=model if model.compiled else None,
+                                              step_batch=python_step_batch(model))
+    return {"access": "compiled" if model.compiled else "python", "compile_error": model.compile_error}
+
+
+def plan_act(ctx, state, seed: int) -> dict:
+    """Plan from `state`. Returns ``{"actions": [...], "model_steps": n, "info": {...}}``.
+
+    A compiled model that fails (an exception, NaN, a wrong shape) is planned with again on the
+    Python path with the same seed, so that the failure surfaces as the model's own exception with
+    its line.
+    """
+    planner = ctx.state.get("planner")
+    if planner is None:
+        raise RuntimeError("plan_reset must come before plan_act")
+    access: ModelAccess = ctx.state["planner_access"]
+    state = np.ascontiguousarray(state, dtype=np.float64).ravel()
+    before = planner.model_steps
+    try:
+        actions = planner.act(access, state, seed)
+    except PlanningModelError:
+        if access.compiled is None:
+            raise
+        actions = planner.act(ModelAccess(step_batch=access.step_batch), state, seed)
+    return {
+        "actions": [a.tolist() if isinstance(a, np.ndarray) else a for a in actions],
+        "model_steps": planner.model_steps - before,
+        "info": planner.last_info,
+    }
+
