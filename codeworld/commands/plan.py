@@ -1,0 +1,168 @@
+"""``codeworld plan ENV MODEL.py``: the returns of a random policy, the oracle planner and the CWM planner.
+
+Prints the three mean returns (with standard errors) and the normalized return
+``(R_cwm - R_random) / (R_oracle - R_random)``, or why it is undefined. The model is planned with
+inside a sandbox worker: a model that raises, hangs or crashes ends its run with a clear message
+and a non-zero exit status, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+EXIT_OK = 0
+EXIT_MODEL_FAILED = 1
+EXIT_USAGE = 2
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "plan", help="plan with a world model on the real env: returns vs random and oracle, normalized return")
+    parser.add_argument("env", help="CWMB environment id, e.g. CartPole-v1")
+    parser.add_argument("model", nargs="?", default=None, help="path to the model program (.py)")
+    parser.add_argument("--episodes", type=int, default=10, help="seeded episodes per policy (default 10)")
+    parser.add_argument("--seed", type=int, default=0, help="episode i resets with seed + i (default 0)")
+    parser.add_argument("--max-steps", type=int, default=None, help="cap on steps per episode")
+    parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                        help="override a planner config field, e.g. --set num_simulations=50")
+    parser.add_argument("--timeout", type=float, default=None,
+                        help="wall-clock limit in seconds for one planning decision with the model")
+    parser.add_argument("--no-compile", action="store_true", help="plan through the Python path")
+    parser.add_argument("--no-cache", action="store_true", help="recompute random and oracle returns")
+    only = parser.add_mutually_exclusive_group()
+    only.add_argument("--oracle-only", action="store_true", help="only the oracle planner")
+    only.add_argument("--random-only", action="store_true", help="only the random policy")
+    parser.add_argument("--json", action="store_true", help="print a JSON record")
+    parser.set_defaults(func=run)
+
+
+def _parse_value(text: str):
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    lowered = text.lower()
+    if lowered in ("none", "null"):
+        return None
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    return text
+
+
+class _ProgressBar:
+    """A one-line progress display on stderr (only on a terminal)."""
+
+    def __init__(self, episodes: int):
+        self.episodes = episodes
+        self.enabled = sys.stderr.isatty()
+        self._last = ""
+
+    def __call__(self, policy: str, episode: int, step: int) -> None:
+        if not self.enabled or step % 10:
+            return
+        done = int(20 * episode / max(1, self.episodes))
+        line = f"\r{policy:>6} [{'#' * done}{'.' * (20 - done)}] episode {episode + 1}/{self.episodes} step {step}"
+        if line != self._last:
+            sys.stderr.write(line)
+            sys.stderr.flush()
+            self._last = line
+
+    def close(self) -> None:
+        if self.enabled and self._last:
+            sys.stderr.write("\r" + " " * len(self._last) + "\r")
+            sys.stderr.flush()
+
+
+def _format(stats) -> str:
+    if stats is None:
+        return "-"
+    if stats.mean is None:
+        return f"no finished episode ({stats.status})"
+    text = f"{stats.mean:10.2f} +- {stats.stderr:.2f}  ({len(stats.returns)} episodes"
+    text += ", cached)" if stats.cached else ")"
+    if not stats.ok:
+        text += f"  ended early: {stats.status}"
+    return text
+
+
+def run(args: argparse.Namespace) -> int:
+    from codeworld.envs import UnknownEnvError, get_spec
+    from codeworld.model import ModelSourceError, check_model_source
+    from codeworld.planning import evaluate, make_config
+    from codeworld.planning.evaluate import DEFAULT_DECISION_TIMEOUT_S
+
+    try:
+        spec = get_spec(args.env)
+    except UnknownEnvError as exc:
+        print(f"codeworld plan: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    overrides = {}
+    for item in args.set:
+        key, sep, value = item.partition("=")
+        if not sep:
+            print(f"codeworld plan: --set expects FIELD=VALUE, got {item!r}", file=sys.stderr)
+            return EXIT_USAGE
+        overrides[key.strip()] = _parse_value(value.strip())
+    try:
+        config = make_config(spec.planner, **overrides)
+    except (TypeError, ValueError) as exc:
+        print(f"codeworld plan: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.episodes < 1:
+        print("codeworld plan: --episodes must be at least 1", file=sys.stderr)
+        return EXIT_USAGE
+
+    if args.oracle_only:
+        policies: tuple[str, ...] = ("oracle",)
+    elif args.random_only:
+        policies = ("random",)
+    else:
+        policies = ("random", "oracle", "model")
+    source = None
+    if "model" in policies:
+        if args.model is None:
+            print("codeworld plan: a MODEL.py is needed (or --oracle-only / --random-only)", file=sys.stderr)
+            return EXIT_USAGE
+        try:
+            with open(args.model, encoding="utf-8") as handle:
+                source = handle.read()
+            check_model_source(source)
+        except OSError as exc:
+            print(f"codeworld plan: cannot read {args.model}: {exc.strerror}", file=sys.stderr)
+            return EXIT_USAGE
+        except ModelSourceError as exc:
+            print(f"{args.model}: {exc}", file=sys.stderr)
+            return EXIT_MODEL_FAILED
+
+    progress = _ProgressBar(args.episodes)
+    try:
+        result = evaluate(spec.env_id, source, config, episodes=args.episodes, seed=args.seed,
+                          max_steps=args.max_steps, policies=policies, use_cache=not args.no_cache,
+                          decision_timeout_s=args.timeout or DEFAULT_DECISION_TIMEOUT_S,
+                          compile=not args.no_compile, progress=progress)
+    except ValueError as exc:  # e.g. an env without an oracle
+        progress.close()
+        print(f"codeworld plan: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    progress.close()
+
+    record = result.to_dict()
+    failed = result.model is not None and not result.model.ok
+    if args.json:
+        print(json.dumps(record, indent=2))
+    else:
+        print(f"{spec.env_id}: {args.episodes} episodes from seed {args.seed}, planner {record['config']['planner']}")
+        print(f"  random  {_format(result.random)}")
+        print(f"  oracle  {_format(result.oracle)}")
+        if "model" in policies:
+            print(f"  model   {_format(result.model)}")
+            norm = result.normalized_return
+            print(f"  normalized return: {norm:.3f}" if norm is not None
+                  else f"  normalized return: {result.normalized_note}")
+    if failed:
+        print(f"codeworld plan: {result.model.message}", file=sys.stderr)
+        return EXIT_MODEL_FAILED
+    return EXIT_OK
