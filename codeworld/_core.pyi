@@ -18,3 +18,20 @@ def rollout_batch(
     gamma: float = 1.0,
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64], npt.NDArray[np.int32]]:
     """Discounted returns of n open-loop action sequences (n, horizon, n_action)."""
+
+def check_transitions(
+    obs: npt.NDArray[np.float64],
+    true_next: npt.NDArray[np.float64],
+    pred_next: npt.NDArray[np.float64],
+    true_reward: npt.NDArray[np.float64],
+    pred_reward: npt.NDArray[np.float64],
+    true_done: npt.NDArray[np.uint8],
+    pred_done: npt.NDArray[np.uint8],
+    state_atol: float,
+    state_rtol: float,
+    reward_atol: float,
+    reward_rtol: float,
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.uint8], npt.NDArray[np.uint8], npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """Compare n predicted transitions with recorded ones (csrc/check.h).
+
+    Returns (dims_ok, reward_ok, done_ok, sq_err_model, sq_err_still)."""

@@ -7,6 +7,7 @@ namespace codeworld {
 void bind_rollout(py::module_& m);
 void bind_mcts(py::module_& m);
 void bind_cem(py::module_& m);
+void bind_check(py::module_& m);
 }  // namespace codeworld
 
 PYBIND11_MODULE(_core, m) {
@@ -14,4 +15,5 @@ PYBIND11_MODULE(_core, m) {
   codeworld::bind_rollout(m);
   codeworld::bind_mcts(m);
   codeworld::bind_cem(m);
+  codeworld::bind_check(m);
 }
