@@ -1,0 +1,50 @@
+"""Program synthesis of code world models: GIF-MCTS, WorldCoder's REx, zero-shot.
+
+The searches are pure state machines (`GifMcts`, `Rex`, `ZeroShot`) that propose LLM requests and
+take back outcomes; `synthesize` drives one against an LLM, a prompt builder and an evaluator, and
+saves a resumable `RunDir`. Methods are looked up by name in `METHODS`.
+"""
+
+from codeworld.synthesis.config import GifMctsConfig, RexConfig, SamplingConfig, ZeroShotConfig
+from codeworld.synthesis.gif_mcts import GifMcts
+from codeworld.synthesis.registry import METHODS, Method, get_method, register_method
+from codeworld.synthesis.rex import Rex, ZeroShot
+from codeworld.synthesis.run_dir import RunDir
+from codeworld.synthesis.runner import Accounting, RunDivergedError, SynthesisResult, synthesize
+from codeworld.synthesis.types import (
+    FIX,
+    GENERATE,
+    IMPROVE,
+    Evaluation,
+    Evaluator,
+    Outcome,
+    PromptBuilder,
+    Request,
+)
+
+__all__ = [
+    "FIX",
+    "GENERATE",
+    "IMPROVE",
+    "METHODS",
+    "Accounting",
+    "Evaluation",
+    "Evaluator",
+    "GifMcts",
+    "GifMctsConfig",
+    "Method",
+    "Outcome",
+    "PromptBuilder",
+    "Request",
+    "Rex",
+    "RexConfig",
+    "RunDir",
+    "RunDivergedError",
+    "SamplingConfig",
+    "SynthesisResult",
+    "ZeroShot",
+    "ZeroShotConfig",
+    "get_method",
+    "register_method",
+    "synthesize",
+]

@@ -1,0 +1,136 @@
+"""The registry of synthesis methods: a name maps to its config class and its search class."""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import typing
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from codeworld.synthesis.config import GifMctsConfig, RexConfig, SamplingConfig, ZeroShotConfig
+from codeworld.synthesis.gif_mcts import GifMcts
+from codeworld.synthesis.rex import Rex, ZeroShot
+
+
+@dataclass(frozen=True)
+class Method:
+    """One synthesis method.
+
+    Attributes:
+        name: the name used on the command line and in run directories.
+        config_class: its frozen config dataclass.
+        search_class: builds the search: ``search_class(config, seed=seed)``.
+        summary: one line for help texts.
+    """
+
+    name: str
+    config_class: type
+    search_class: Callable[..., Any]
+    summary: str
+
+    def make(self, config: Any = None, seed: int = 0) -> Any:
+        """A fresh search with ``config`` (the defaults when None)."""
+        return self.search_class(config or self.config_class(), seed=seed)
+
+
+METHODS: dict[str, Method] = {}
+
+
+def register_method(method: Method) -> Method:
+    """Add a method to the registry (its name must be new)."""
+    if method.name in METHODS:
+        raise ValueError(f"synthesis method {method.name!r} is already registered")
+    METHODS[method.name] = method
+    return method
+
+
+register_method(Method("gif-mcts", GifMctsConfig, GifMcts,
+                       "GIF-MCTS: tree search over generate / improve / fix (Dainese et al. 2024)"))
+register_method(Method("worldcoder", RexConfig, Rex,
+                       "WorldCoder's REx: Thompson sampling over programs to refine"))
+register_method(Method("zero-shot", ZeroShotConfig, ZeroShot,
+                       "independent generations from scratch, the best kept"))
+
+
+def get_method(name: str) -> Method:
+    """The method called ``name``; the error lists close matches."""
+    try:
+        return METHODS[name]
+    except KeyError:
+        close = difflib.get_close_matches(name, METHODS, n=3)
+        hint = f" (did you mean {', '.join(close)}?)" if close else ""
+        raise KeyError(f"unknown synthesis method {name!r}{hint}; "
+                       f"known: {', '.join(METHODS)}") from None
+
+
+def config_to_json(config: Any) -> dict:
+    """A config dataclass as JSON-ready data (tuples become lists)."""
+    return dataclasses.asdict(config)
+
+
+def config_from_json(config_class: type, data: dict) -> Any:
+    """Rebuild a config from `config_to_json` data (unknown keys raise TypeError)."""
+    hints = typing.get_type_hints(config_class)
+    kwargs = {}
+    for key, value in data.items():
+        if key not in hints:
+            raise TypeError(f"{config_class.__name__} has no field {key!r}")
+        if hints[key] is SamplingConfig and isinstance(value, dict):
+            value = SamplingConfig(**value)
+        elif isinstance(value, list):
+            value = tuple(value)
+        kwargs[key] = value
+    return config_class(**kwargs)
+
+
+def config_with_overrides(config: Any, overrides: dict[str, str]) -> Any:
+    """A copy of ``config`` with fields set from strings (``"ucb_c": "0.2"``, ``"sampling.temperature": "0.5"``).
+
+    Raises:
+        TypeError: an unknown field.
+        ValueError: a value that does not parse as the field's type.
+    """
+    top: dict[str, Any] = {}
+    nested: dict[str, dict[str, Any]] = {}
+    for key, text in overrides.items():
+        head, _, rest = key.partition(".")
+        if rest:
+            nested.setdefault(head, {})[rest] = text
+        else:
+            top[head] = text
+    changes = {}
+    hints = typing.get_type_hints(type(config))
+    for key, text in top.items():
+        if key not in hints:
+            raise TypeError(f"{type(config).__name__} has no field {key!r}; "
+                            f"fields: {', '.join(hints)}")
+        changes[key] = _parse(hints[key], text, key)
+    for key, sub in nested.items():
+        inner = getattr(config, key, None)
+        if inner is None or not dataclasses.is_dataclass(inner):
+            raise TypeError(f"{type(config).__name__} has no nested config {key!r}")
+        changes[key] = config_with_overrides(inner, sub)
+    return dataclasses.replace(config, **changes)
+
+
+def _parse(hint: Any, text: str, key: str) -> Any:
+    if not isinstance(text, str):
+        return text
+    try:
+        if hint is bool:
+            lowered = text.lower()
+            if lowered in ("1", "true", "yes", "on"):
+                return True
+            if lowered in ("0", "false", "no", "off"):
+                return False
+            raise ValueError(text)
+        if hint is int:
+            return int(text)
+        if hint is float:
+            return float(text)
+        if typing.get_origin(hint) is tuple:
+            return tuple(float(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise ValueError(f"cannot read {key}={text!r} as {getattr(hint, '__name__', hint)}") from None
+    return text

@@ -1,0 +1,153 @@
+"""REx, the program search of WorldCoder, and zero-shot generation.
+
+REx (Tang et al., arXiv 2405.17503) keeps a pool of programs. Each call draws, for every program,
+``theta ~ Beta(1 + C*h, 1 + C*(1 - h) + N)`` (h its score, 0 for a buggy program; N how often it
+has been refined), refines the program with the largest draw (*fix* when it is buggy, *improve*
+otherwise) and adds the result to the pool. Refining a program raises its N at once, so a
+parallel wave spreads over the pool. An empty pool is seeded by a generation from scratch.
+
+Zero-shot asks for independent generations from scratch and keeps the best.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from codeworld.synthesis.config import RexConfig, ZeroShotConfig
+from codeworld.synthesis.types import FIX, GENERATE, IMPROVE, Evaluation, Outcome, Request
+
+
+@dataclass
+class PoolEntry:
+    """One program in the pool (its id is the call that wrote it)."""
+
+    call: int
+    parent: int
+    action: str
+    program: str
+    score: float
+    buggy: bool
+    feedback: str
+    refined: int = 0
+
+    def to_json(self) -> dict:
+        return {"call": self.call, "parent": self.parent, "action": self.action,
+                "score": self.score, "buggy": self.buggy, "refined": self.refined}
+
+
+class _PoolSearch:
+    """Shared bookkeeping of the pool-based searches."""
+
+    method = ""
+
+    def __init__(self, perfect_tolerance: float, parallel: int, seed: int):
+        self.rng = np.random.default_rng(seed)
+        self.pool: list[PoolEntry] = []
+        self.calls = 0
+        self.parallel = parallel
+        self.perfect_tolerance = perfect_tolerance
+        self.stopped_perfect = False
+        self.trace: list[dict] = []
+
+    @property
+    def finished(self) -> bool:
+        return self.stopped_perfect
+
+    def apply(self, request: Request, outcome: Outcome) -> None:
+        """Add the program a call wrote to the pool."""
+        evaluation = outcome.evaluation
+        buggy = bool(evaluation.buggy)
+        score = 0.0 if buggy else float(evaluation.score)
+        self.pool.append(PoolEntry(call=request.call, parent=request.parent, action=request.action,
+                                   program=outcome.program or "", score=score, buggy=buggy,
+                                   feedback=evaluation.feedback))
+        if self._stops_on_perfect() and not buggy and score >= 1.0 - self.perfect_tolerance:
+            self.stopped_perfect = True
+
+    def _stops_on_perfect(self) -> bool:
+        return True
+
+    def best(self) -> tuple[int, str, Evaluation] | None:
+        """The highest-scoring healthy program (earliest on ties), else the first program."""
+        if not self.pool:
+            return None
+        best = max(self.pool, key=lambda e: (not e.buggy, e.score, -e.call))
+        return best.call, best.program, Evaluation(best.score, best.buggy, best.feedback)
+
+    def to_json(self) -> dict:
+        return {"method": self.method, "calls": self.calls, "stopped_perfect": self.stopped_perfect,
+                "pool": [e.to_json() for e in self.pool], "trace": self.trace}
+
+
+class Rex(_PoolSearch):
+    """REx: Thompson sampling over a pool of programs to refine.
+
+    Args:
+        config: the hyperparameters (C = 5 by default).
+        seed: seeds the Beta draws.
+    """
+
+    method = "worldcoder"
+
+    def __init__(self, config: RexConfig | None = None, seed: int = 0):
+        self.config = config or RexConfig()
+        super().__init__(self.config.perfect_tolerance, self.config.parallel, seed)
+
+    def beta_parameters(self, entry: PoolEntry) -> tuple[float, float]:
+        """``(alpha, beta)`` of the entry's Beta distribution: ``1 + C h``, ``1 + C (1 - h) + N``."""
+        c = self.config.c
+        return 1.0 + c * entry.score, 1.0 + c * (1.0 - entry.score) + entry.refined
+
+    def propose(self, max_requests: int) -> list[Request]:
+        """Thompson-sample up to ``max_requests`` programs to refine (generate if the pool is empty)."""
+        requests = []
+        for _ in range(min(max_requests, self.parallel)):
+            if self.finished:
+                break
+            if not self.pool:
+                request = Request(call=self.calls, action=GENERATE, parent=-1)
+                draws: list[float] = []
+            else:
+                params = [self.beta_parameters(e) for e in self.pool]
+                draws = [float(self.rng.beta(a, b)) for a, b in params]
+                entry = self.pool[int(np.argmax(draws))]
+                entry.refined += 1
+                request = Request(call=self.calls, action=FIX if entry.buggy else IMPROVE,
+                                  parent=entry.call, program=entry.program,
+                                  feedback=entry.feedback)
+            self.calls += 1
+            self.trace.append({"call": request.call, "action": request.action,
+                               "parent": request.parent, "draws": draws})
+            requests.append(request)
+        return requests
+
+
+class ZeroShot(_PoolSearch):
+    """Independent generations from scratch; the best is kept.
+
+    Args:
+        config: the settings.
+        seed: unused by the search (sampling seeds come from the runner); kept for symmetry.
+    """
+
+    method = "zero-shot"
+
+    def __init__(self, config: ZeroShotConfig | None = None, seed: int = 0):
+        self.config = config or ZeroShotConfig()
+        super().__init__(self.config.perfect_tolerance, self.config.parallel, seed)
+
+    def _stops_on_perfect(self) -> bool:
+        return self.config.stop_on_perfect
+
+    def propose(self, max_requests: int) -> list[Request]:
+        """Up to ``max_requests`` generations from scratch."""
+        requests = []
+        for _ in range(min(max_requests, self.parallel)):
+            if self.finished:
+                break
+            requests.append(Request(call=self.calls, action=GENERATE, parent=-1))
+            self.trace.append({"call": self.calls, "action": GENERATE, "parent": -1})
+            self.calls += 1
+        return requests

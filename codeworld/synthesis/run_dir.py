@@ -1,0 +1,173 @@
+"""The run directory: everything a synthesis run did, saved after every LLM call.
+
+Layout::
+
+    RUN_DIR/
+      run.json            method, env, LLM, budget, seed, config, status
+      calls/0003.json     call 3: the request, the messages sent, the completion and its cost
+      programs/0003.py    the program call 3 wrote
+      programs/0003.json  its evaluation (score, buggy, feedback, the scorer's full report)
+      tree.json           the search state (GIF-MCTS tree, or REx / zero-shot pool)
+      accounting.json     calls, tokens, seconds
+      best_model.py       the best program so far
+      best_report.json    its call and evaluation
+
+Every file is written to a temporary name and renamed, so an interrupted run leaves either the
+old or the new version of each, never half of one. A call record is written as soon as the
+completion arrives, before the program is scored: a resumed run never pays for it again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from codeworld.synthesis.types import Evaluation
+
+RUN_FILE = "run.json"
+CALLS_DIR = "calls"
+PROGRAMS_DIR = "programs"
+TREE_FILE = "tree.json"
+ACCOUNTING_FILE = "accounting.json"
+BEST_MODEL_FILE = "best_model.py"
+BEST_REPORT_FILE = "best_report.json"
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file and a rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _dump(data: Any) -> str:
+    return json.dumps(data, indent=2, sort_keys=False, default=_json_default) + "\n"
+
+
+def _json_default(value: Any) -> Any:
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    if hasattr(value, "item"):
+        return value.item()
+    if hasattr(value, "to_json"):
+        return value.to_json()
+    return str(value)
+
+
+class RunDir:
+    """Reads and writes one run directory (see the module docstring for its layout).
+
+    Args:
+        path: the directory (created by `init`).
+    """
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+
+    def __repr__(self) -> str:
+        return f"RunDir({str(self.path)!r})"
+
+    # ------------------------------------------------------------------ metadata
+
+    def exists(self) -> bool:
+        """Whether a run was started here (its ``run.json`` exists)."""
+        return (self.path / RUN_FILE).is_file()
+
+    def init(self, meta: dict) -> None:
+        """Create the directory and write ``run.json``."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        write_atomic(self.path / RUN_FILE, _dump(meta))
+
+    @property
+    def meta(self) -> dict:
+        """The contents of ``run.json``."""
+        return json.loads((self.path / RUN_FILE).read_text(encoding="utf-8"))
+
+    def update_meta(self, **changes: Any) -> dict:
+        """Change fields of ``run.json``; returns the new contents."""
+        meta = {**self.meta, **changes}
+        write_atomic(self.path / RUN_FILE, _dump(meta))
+        return meta
+
+    # ------------------------------------------------------------------ calls and programs
+
+    def call_path(self, call: int) -> Path:
+        return self.path / CALLS_DIR / f"{call:04d}.json"
+
+    def program_path(self, call: int) -> Path:
+        return self.path / PROGRAMS_DIR / f"{call:04d}.py"
+
+    def report_path(self, call: int) -> Path:
+        return self.path / PROGRAMS_DIR / f"{call:04d}.json"
+
+    def save_call(self, call: int, record: dict) -> None:
+        """Save one LLM call (request, messages, completion, cost)."""
+        write_atomic(self.call_path(call), _dump(record))
+
+    def load_calls(self) -> dict[int, dict]:
+        """Every saved call record, by call index."""
+        out = {}
+        folder = self.path / CALLS_DIR
+        if folder.is_dir():
+            for file in sorted(folder.glob("[0-9]*.json")):
+                out[int(file.stem)] = json.loads(file.read_text(encoding="utf-8"))
+        return out
+
+    def save_program(self, call: int, program: str | None, evaluation: Evaluation) -> None:
+        """Save the program a call wrote and its evaluation."""
+        if program is not None:
+            write_atomic(self.program_path(call), program)
+        record = {"call": call, "has_program": program is not None, **evaluation.to_json()}
+        write_atomic(self.report_path(call), _dump(record))
+
+    def load_evaluation(self, call: int, program: str | None) -> Evaluation | None:
+        """The saved evaluation of a call's program, if it is for this very program."""
+        report = self.report_path(call)
+        if not report.is_file():
+            return None
+        record = json.loads(report.read_text(encoding="utf-8"))
+        if record.get("has_program") != (program is not None):
+            return None
+        if program is not None:
+            path = self.program_path(call)
+            if not path.is_file() or path.read_text(encoding="utf-8") != program:
+                return None
+        return Evaluation.from_json(record)
+
+    def program_reports(self) -> dict[int, dict]:
+        """Every saved program evaluation, by call index."""
+        out = {}
+        folder = self.path / PROGRAMS_DIR
+        if folder.is_dir():
+            for file in sorted(folder.glob("[0-9]*.json")):
+                out[int(file.stem)] = json.loads(file.read_text(encoding="utf-8"))
+        return out
+
+    # ------------------------------------------------------------------ state
+
+    def save_state(self, tree: dict, accounting: dict,
+                   best: tuple[int, str, Evaluation] | None) -> None:
+        """Save the search state, the accounting and the best program so far."""
+        write_atomic(self.path / TREE_FILE, _dump(tree))
+        write_atomic(self.path / ACCOUNTING_FILE, _dump(accounting))
+        if best is not None:
+            call, program, evaluation = best
+            write_atomic(self.path / BEST_MODEL_FILE, program)
+            full = self.load_evaluation(call, program) or evaluation
+            write_atomic(self.path / BEST_REPORT_FILE,
+                         _dump({"call": call, "program": f"{PROGRAMS_DIR}/{call:04d}.py",
+                                **full.to_json()}))
+
+    def read_json(self, name: str) -> dict:
+        """Read one of the run's JSON files by name (``tree.json``, ``accounting.json``, ...)."""
+        return json.loads((self.path / name).read_text(encoding="utf-8"))

@@ -1,0 +1,219 @@
+"""The driver of a synthesis run: asks the search what to do, does the calls, saves everything.
+
+`synthesize` is the only place where a search meets the world: it turns each `Request` into chat
+messages, gets a completion (from the run directory when the call was already made, otherwise
+from the LLM), extracts the program, scores it with the evaluator, and hands the `Outcome` back
+to the search. The run directory is written after every call, so an interrupted run resumes by
+calling `synthesize` again on the same directory with a fresh search: the search replays the
+saved calls (same seed, same decisions), checks that each saved prompt is the one it would send
+now, and continues with new calls where the saved ones end.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable
+
+from codeworld.synthesis.config import SamplingConfig
+from codeworld.synthesis.run_dir import RunDir
+from codeworld.synthesis.types import LLM, Evaluation, Evaluator, Outcome, PromptBuilder, Request, Search
+
+NO_CODE_FEEDBACK = "The answer contained no Python program to run: write the whole program."
+
+
+class RunDivergedError(RuntimeError):
+    """A resumed run would send a different prompt than the saved call it replays."""
+
+
+@dataclass
+class Accounting:
+    """What a run cost.
+
+    Attributes:
+        calls: LLM calls in the run so far (replayed ones included).
+        new_calls: calls sent to the LLM in this session.
+        replayed_calls: calls taken from the run directory in this session.
+        cached_calls: new calls the LLM layer answered from its on-disk cache.
+        prompt_tokens: prompt tokens over all the run's calls.
+        completion_tokens: completion tokens over all the run's calls.
+        llm_seconds: LLM latency over all the run's calls.
+        eval_seconds: time spent scoring programs in this session.
+        wall_seconds: wall time of this session.
+    """
+
+    calls: int = 0
+    new_calls: int = 0
+    replayed_calls: int = 0
+    cached_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    llm_seconds: float = 0.0
+    eval_seconds: float = 0.0
+    wall_seconds: float = 0.0
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def to_json(self) -> dict:
+        return {**asdict(self), "tokens": self.tokens}
+
+
+@dataclass
+class SynthesisResult:
+    """The end of a run.
+
+    Attributes:
+        best_call: the call that wrote the best program (None if no call was made).
+        best_program: its source.
+        best_evaluation: its evaluation.
+        accounting: what the run cost.
+        search: the search object, in its final state.
+        run_dir: the run directory, if the run saved one.
+        history: per call, in order: action, score, buggy, best score so far.
+    """
+
+    best_call: int | None
+    best_program: str | None
+    best_evaluation: Evaluation | None
+    accounting: Accounting
+    search: Any
+    run_dir: RunDir | None = None
+    history: list[dict] = field(default_factory=list)
+
+
+def _completion_record(completion: Any) -> dict:
+    return {
+        "text": completion.text,
+        "prompt_tokens": int(getattr(completion, "prompt_tokens", 0) or 0),
+        "completion_tokens": int(getattr(completion, "completion_tokens", 0) or 0),
+        "latency_s": float(getattr(completion, "latency_s", 0.0) or 0.0),
+        "finish_reason": str(getattr(completion, "finish_reason", "") or ""),
+        "model": str(getattr(completion, "model", "") or ""),
+        "cached": bool(getattr(completion, "cached", False)),
+    }
+
+
+def synthesize(search: Search, *, llm: LLM | None, prompts: PromptBuilder, evaluator: Evaluator,
+               budget: int, run_dir: RunDir | None = None, seed: int = 0,
+               sampling: SamplingConfig | None = None,
+               progress: Callable[[dict], None] | None = None) -> SynthesisResult:
+    """Run a search for at most ``budget`` LLM calls (saved calls in ``run_dir`` are replayed).
+
+    Args:
+        search: a fresh search (GIF-MCTS, REx, zero-shot) built with the run's config and seed.
+        llm: the model; may be None when every needed call is already saved.
+        prompts: turns requests into messages and completions into programs.
+        evaluator: scores programs (in a sandbox).
+        budget: the most LLM calls in the whole run.
+        run_dir: where to save the run (and from where to replay saved calls).
+        seed: the run's seed; call ``i`` samples with ``seed`` and ``sample = i``.
+        sampling: temperature and completion length.
+        progress: called after each call with a small dict (call, action, score, best, tokens).
+
+    Returns:
+        The best program, its evaluation, the accounting and the final search.
+
+    Raises:
+        RunDivergedError: a saved call's prompt differs from the one the search asks for now.
+    """
+    sampling = sampling or SamplingConfig()
+    started = time.perf_counter()
+    recorded = run_dir.load_calls() if run_dir is not None else {}
+    accounting = Accounting()
+    history: list[dict] = []
+    lock = threading.Lock()
+    best_score = [float("-inf")]
+
+    def sampling_kwargs(call: int) -> dict:
+        kwargs = {"temperature": sampling.temperature, "max_tokens": sampling.max_tokens}
+        if sampling.seed_per_call:
+            kwargs.update(seed=seed, sample=call)
+        return kwargs
+
+    def run_one(request: Request) -> Outcome:
+        messages = prompts.messages(request)
+        saved = recorded.get(request.call)
+        if saved is not None:
+            if saved["messages"] != messages:
+                raise RunDivergedError(
+                    f"call {request.call} ({request.action}) was saved with a different prompt; "
+                    f"the run directory does not belong to this method, config, seed or env")
+            completion = saved["completion"]
+            with lock:
+                accounting.replayed_calls += 1
+        else:
+            if llm is None:
+                raise RuntimeError(f"call {request.call} is not saved and no LLM was given")
+            kwargs = sampling_kwargs(request.call)
+            completion = _completion_record(llm.complete(messages, **kwargs))
+            if run_dir is not None:
+                run_dir.save_call(request.call, {"call": request.call,
+                                                 "request": request.to_json(),
+                                                 "messages": messages, "sampling": kwargs,
+                                                 "completion": completion})
+            with lock:
+                accounting.new_calls += 1
+                accounting.cached_calls += int(completion["cached"])
+        with lock:
+            accounting.calls += 1
+            accounting.prompt_tokens += completion["prompt_tokens"]
+            accounting.completion_tokens += completion["completion_tokens"]
+            accounting.llm_seconds += completion["latency_s"]
+        program = prompts.program(request, completion["text"])
+        evaluation = run_dir.load_evaluation(request.call, program) if run_dir else None
+        if evaluation is None:
+            t0 = time.perf_counter()
+            if program is None:
+                evaluation = Evaluation(0.0, True, NO_CODE_FEEDBACK, {"status": "no_code"})
+            else:
+                evaluation = evaluator.evaluate(program)
+            with lock:
+                accounting.eval_seconds += time.perf_counter() - t0
+            if run_dir is not None:
+                run_dir.save_program(request.call, program, evaluation)
+        return Outcome(program, evaluation)
+
+    def save() -> None:
+        accounting.wall_seconds = time.perf_counter() - started
+        if run_dir is not None:
+            run_dir.save_state(search.to_json(), accounting.to_json(), search.best())
+
+    pool = None
+    try:
+        while search.calls < budget and not search.finished:
+            requests = search.propose(budget - search.calls)
+            if not requests:
+                break
+            if len(requests) == 1:
+                outcomes = [run_one(requests[0])]
+            else:
+                if pool is None:
+                    pool = ThreadPoolExecutor(max_workers=len(requests),
+                                              thread_name_prefix="synthesis-call")
+                outcomes = list(pool.map(run_one, requests))
+            for request, outcome in zip(requests, outcomes):
+                search.apply(request, outcome)
+                ev = outcome.evaluation
+                score = 0.0 if ev.buggy else ev.score
+                best_score[0] = max(best_score[0], score)
+                event = {"call": request.call, "action": request.action, "score": score,
+                         "buggy": ev.buggy, "best": best_score[0], "budget": budget,
+                         "tokens": accounting.tokens, "replayed": request.call in recorded}
+                history.append(event)
+                if progress is not None:
+                    progress(event)
+            save()
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True)
+    save()
+    best = search.best()
+    if best is None:
+        return SynthesisResult(None, None, None, accounting, search, run_dir, history)
+    call, program, _ = best
+    evaluation = (run_dir.load_evaluation(call, program) if run_dir else None) or best[2]
+    return SynthesisResult(call, program, evaluation, accounting, search, run_dir, history)
