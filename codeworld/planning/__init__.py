@@ -7,6 +7,7 @@ real environment, and wraps a model as a Gymnasium environment.
 
 from codeworld.planning.config import CemConfig, MctsConfig, make_config
 from codeworld.planning.evaluate import Evaluation, ReturnStats, evaluate, normalized_return
+from codeworld.planning.gym_env import CodeWorldEnv, CodeWorldVectorEnv, WorldModelError
 from codeworld.planning.oracle import OracleModel
 from codeworld.planning.planners import PLANNERS, CemPlanner, MctsPlanner, ModelAccess, make_planner
 
@@ -14,12 +15,15 @@ __all__ = [
     "PLANNERS",
     "CemConfig",
     "CemPlanner",
+    "CodeWorldEnv",
+    "CodeWorldVectorEnv",
     "Evaluation",
     "MctsConfig",
     "MctsPlanner",
     "ModelAccess",
     "OracleModel",
     "ReturnStats",
+    "WorldModelError",
     "evaluate",
     "make_config",
     "make_planner",
