@@ -14,6 +14,7 @@ COMMAND_MODULES = [
     "codeworld.commands.check",
     "codeworld.commands.describe",
     "codeworld.commands.collect",
+    "codeworld.commands.score",
     "codeworld.commands.plan",
 ]
 

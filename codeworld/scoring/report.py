@@ -112,7 +112,7 @@ class ScoreReport:
 
 def _format_error(err: dict[str, Any]) -> str:
     if "exception" in err:
-        return f"transition {err['index']}: {err['exception']}"
+        return str(err["exception"])
     wrong = ", ".join(err.get("wrong", []))
     return (f"transition {err['index']} ({wrong} wrong)\n"
             f"    state      {err['state']}\n    action     {err['action']}\n"
