@@ -76,11 +76,17 @@ def _sections(doc: str) -> list[tuple[str, str]]:
     Subheadings deeper than the first heading level found stay inside their section.
     """
     lines = inspect.cleandoc(doc).splitlines()
-    levels = [len(m.group(1)) for m in map(_HEADING.match, lines) if m]
+    # A "#" line inside a fenced code block is a comment, not a heading.
+    in_code = False
+    headings: list = []
+    for line in lines:
+        if line.lstrip().startswith("```"):
+            in_code = not in_code
+        headings.append(None if in_code else _HEADING.match(line))
+    levels = [len(m.group(1)) for m in headings if m]
     top = min(levels) if levels else 0
     sections: list[tuple[str, list[str]]] = [("", [])]
-    for line in lines:
-        match = _HEADING.match(line)
+    for line, match in zip(lines, headings):
         if match and len(match.group(1)) == top:
             sections.append((match.group(2).rstrip(":").strip(), []))
         else:
