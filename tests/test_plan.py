@@ -1,0 +1,180 @@
+"""Planning on the real environments: the CLI, evaluation by normalized return, the oracle, the sandbox.
+
+Budgets are reduced from the paper's (fewer simulations, shorter horizons) to keep the suite fast;
+with a model that is the true dynamics the CWM planner must still match the oracle.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from codeworld.cli import main
+from codeworld.envs import encode_action, make_env
+from codeworld.planning import CemConfig, MctsConfig, evaluate, make_config, normalized_return
+from codeworld.planning.config import config_from_dict, config_to_dict
+from codeworld.planning.oracle import OracleModel
+from codeworld.sandbox import ModelWorker
+
+MODELS = Path(__file__).parent / "models"
+CARTPOLE = (MODELS / "cartpole_functional.py").read_text()
+
+PENDULUM = '''
+"""Pendulum-v1's dynamics (Gymnasium's constants) over the observation (cos, sin, angular velocity)."""
+import math
+
+import numpy as np
+
+
+def step(state, action):
+    th = math.atan2(state[1], state[0])
+    thdot = state[2]
+    u = min(max(action[0], -2.0), 2.0)
+    norm = ((th + math.pi) % (2 * math.pi)) - math.pi
+    cost = norm**2 + 0.1 * thdot**2 + 0.001 * u**2
+    thdot = thdot + (3 * 10.0 / 2 * math.sin(th) + 3.0 * u) * 0.05
+    thdot = min(max(thdot, -8.0), 8.0)
+    th = th + thdot * 0.05
+    return np.array([math.cos(th), math.sin(th), thdot]), -cost, False
+'''
+
+# The paper's class form keeps state between calls: this one hangs from its 51st step on.
+HANGS_AFTER_50 = '''
+import numpy as np
+
+
+class Environment:
+    calls = 0
+
+    def set_state(self, state):
+        self.state = np.array(state, dtype=float)
+
+    def step(self, action):
+        Environment.calls += 1
+        if Environment.calls > 50:
+            while True:
+                pass
+        return self.state, 1.0, False
+'''
+
+RAISES_OFF_CENTRE = '''
+import numpy as np
+
+
+def step(state, action):
+    if abs(state[0]) > 0.03:
+        raise ValueError("left the centre")
+    return state + 0.01, 1.0, False
+'''
+
+SMALL_MCTS = ["--set", "num_simulations=8", "--set", "rollout_depth=15"]
+
+
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("CODEWORLD_CACHE_DIR", str(tmp_path / "cache"))
+
+
+def test_configs_default_to_the_paper_values():
+    mcts, cem = MctsConfig(), CemConfig()
+    assert (mcts.num_simulations, mcts.rollout_depth, mcts.c_uct, mcts.gamma, mcts.wave_size) == (25, 100, 1.0, 0.99, 1)
+    assert (cem.horizon, cem.iterations, cem.num_samples, cem.num_elites) == (100, 20, 1000, 100)
+    assert cem.replan_every is None and cem.steps_per_plan == 100  # the paper's open loop
+    assert config_from_dict(config_to_dict(make_config("cem", replan_every=1))) == CemConfig(replan_every=1)
+    with pytest.raises(TypeError, match="num_sims"):
+        make_config("mcts", num_sims=3)
+    with pytest.raises(ValueError):
+        CemConfig(num_elites=20, num_samples=10)
+
+
+def test_normalized_return_is_undefined_when_oracle_and_random_tie():
+    assert normalized_return(150.0, 50.0, 250.0) == pytest.approx(0.5)
+    assert normalized_return(-200.0, -200.0, -200.0) is None
+    assert normalized_return(10.0, 5.0, None) is None
+
+
+@pytest.mark.parametrize("env_id", ["CartPole-v1", "Pendulum-v1", "Taxi-v4", "HalfCheetah-v4"])
+def test_oracle_restores_the_simulator_exactly(env_id):
+    oracle = OracleModel(env_id)
+    env = make_env(env_id)
+    env.reset(seed=5)
+    env.action_space.seed(5)
+    try:
+        for _ in range(5):
+            state = oracle.state_of(env)
+            action = env.action_space.sample()
+            nxt, rew, done = oracle.step_batch(state[None, :], encode_action(env_id, action)[None, :])
+            # Stepping elsewhere in between must not leak into the next restore.
+            oracle.step_batch(oracle.state_of(env)[None, :] * 0.5, encode_action(env_id, action)[None, :])
+            _, reward, terminated, _, _ = env.step(action)
+            np.testing.assert_array_equal(nxt[0], oracle.state_of(env))
+            assert rew[0] == reward and bool(done[0]) == terminated
+    finally:
+        env.close()
+        oracle.close()
+
+
+def test_plan_cartpole_with_a_correct_model_reaches_the_oracle(tmp_path, capsys):
+    model = tmp_path / "cartpole.py"
+    model.write_text(CARTPOLE)
+    status = main(["plan", "CartPole-v1", str(model), "--episodes", "5", "--json", *SMALL_MCTS])
+    record = json.loads(capsys.readouterr().out)
+    assert status == 0
+    assert record["episodes"] == 5
+    assert record["normalized_return"] >= 0.8
+    assert record["return_model"] > record["return_random"]
+    for key in ("return_model", "return_random", "return_oracle"):
+        assert isinstance(record[key], float)
+    assert record["model"]["model_steps"] > record["model"]["lengths"][0] * 8  # many rollouts per real step
+
+    # The baselines are cached per env, config and seed: asking again reads them back.
+    status = main(["plan", "CartPole-v1", "--oracle-only", "--episodes", "5", "--json", *SMALL_MCTS])
+    again = json.loads(capsys.readouterr().out)
+    assert status == 0 and again["oracle"]["cached"]
+    assert again["return_oracle"] == record["return_oracle"] and again["return_model"] is None
+
+
+def test_a_model_that_hangs_mid_plan_times_out_and_the_cli_exits_cleanly(tmp_path, capsys):
+    model = tmp_path / "hangs.py"
+    model.write_text(HANGS_AFTER_50)
+    status = main(["plan", "CartPole-v1", str(model), "--episodes", "1", "--timeout", "2", *SMALL_MCTS])
+    out, err = capsys.readouterr()
+    assert status == 1
+    assert "timeout" in err and "episode 0, step 0" in err
+    assert "Traceback" not in out + err
+    assert "normalized return: the model's run ended early (timeout)" in out
+
+
+def test_cem_with_the_true_pendulum_dynamics_reaches_the_oracle():
+    config = make_config("cem", horizon=20, iterations=4, num_samples=60, num_elites=8, replan_every=10)
+    result = evaluate("Pendulum-v1", PENDULUM, config, episodes=2, seed=0, max_steps=100)
+    assert result.model.ok, result.model.message
+    assert result.normalized_return >= 0.8
+    assert result.to_dict()["return_oracle"] > result.to_dict()["return_random"]
+
+
+def test_the_three_ways_to_reach_a_model_plan_alike():
+    """Compiled in the worker, Python in the worker (same wave size), and the oracle pick alike."""
+    config = config_to_dict(make_config("mcts", num_simulations=12, rollout_depth=20, python_wave_size=1))
+    states = [np.array([0.01, 0.0, 0.02, -0.1]), np.array([0.0, 0.3, -0.05, 0.4])]
+    chosen = {}
+    for compile_ in (True, False):
+        with ModelWorker(CARTPOLE, discrete=True, compile=compile_) as worker:
+            reset = worker.call("codeworld.planning.ops:plan_reset", config=config, n_actions=2)
+            assert reset.ok and reset.value["access"] == ("compiled" if compile_ else "python")
+            replies = [worker.call("codeworld.planning.ops:plan_act", state=s, seed=3) for s in states]
+            assert all(r.ok for r in replies), [r.summary() for r in replies]
+            chosen[compile_] = [r.value for r in replies]
+    assert chosen[True] == chosen[False]  # same actions, visits, values and model steps
+
+
+def test_a_model_raising_mid_plan_reports_its_line():
+    with ModelWorker(RAISES_OFF_CENTRE, discrete=True) as worker:
+        config = config_to_dict(make_config("mcts", num_simulations=5, rollout_depth=10))
+        assert worker.call("codeworld.planning.ops:plan_reset", config=config, n_actions=2).ok
+        result = worker.call("codeworld.planning.ops:plan_act", state=np.zeros(4), seed=0)
+    assert result.status == "exception"
+    assert "left the centre" in result.message and result.line == 7
