@@ -1,0 +1,70 @@
+"""The LLM layer: one interface to every model, with retries, a completion cache and accounting.
+
+``make_llm(spec)`` builds a client from a spec string: ``local`` (the embedded
+Qwen2.5-Coder-1.5B-Instruct, the default: no key, no network), ``openai:MODEL`` (any
+OpenAI-compatible endpoint), ``hf:MODEL`` (Hugging Face ``transformers``) or ``scripted:FILE``
+(replays completions). ``client.complete(messages, **sampling)`` returns a `Completion`.
+Prompts are template files filled by `render`; programs are taken from completions by
+`extract_code`.
+"""
+
+from codeworld.llm.accounting import Accounting
+from codeworld.llm.backends import (
+    BackendOptions,
+    HFBackend,
+    OpenAIBackend,
+    ScriptedBackend,
+    ScriptExhaustedError,
+    backend_names,
+    make_backend,
+    register_backend,
+)
+from codeworld.llm.client import LLM, LLMConfig, RetryPolicy, add_llm_arguments, llm_from_args, make_llm
+from codeworld.llm.extract import CodeExtractionError, ExtractedCode, defines_world_model, extract_code, extract_program
+from codeworld.llm.prompts import PROMPT_NAMES, PromptError, fill, format_transitions, format_value, parse_prediction, render
+from codeworld.llm.types import (
+    BackendNotInstalledError,
+    Completion,
+    LLMError,
+    LLMUnavailableError,
+    RawCompletion,
+    Sampling,
+    TransientLLMError,
+)
+
+__all__ = [
+    "LLM",
+    "PROMPT_NAMES",
+    "Accounting",
+    "BackendNotInstalledError",
+    "BackendOptions",
+    "CodeExtractionError",
+    "Completion",
+    "ExtractedCode",
+    "HFBackend",
+    "LLMConfig",
+    "LLMError",
+    "LLMUnavailableError",
+    "OpenAIBackend",
+    "PromptError",
+    "RawCompletion",
+    "RetryPolicy",
+    "Sampling",
+    "ScriptExhaustedError",
+    "ScriptedBackend",
+    "TransientLLMError",
+    "add_llm_arguments",
+    "backend_names",
+    "defines_world_model",
+    "extract_code",
+    "extract_program",
+    "fill",
+    "format_transitions",
+    "format_value",
+    "llm_from_args",
+    "make_backend",
+    "make_llm",
+    "parse_prediction",
+    "register_backend",
+    "render",
+]
