@@ -16,6 +16,7 @@ COMMAND_MODULES = [
     "codeworld.commands.collect",
     "codeworld.commands.score",
     "codeworld.commands.plan",
+    "codeworld.commands.llm",
 ]
 
 
