@@ -17,6 +17,9 @@ COMMAND_MODULES = [
     "codeworld.commands.score",
     "codeworld.commands.plan",
     "codeworld.commands.llm",
+    "codeworld.commands.synthesize",
+    "codeworld.commands.show",
+    "codeworld.commands.demo",
 ]
 
 

@@ -59,6 +59,7 @@ class Node:
     score: float = 0.0
     buggy: bool = False
     feedback: str = ""
+    mispredicted: dict | None = None
     failed_fixes: int = 0
     children: list[int] = field(default_factory=list)
 
@@ -267,7 +268,8 @@ class GifMcts:
                 call=self.calls, action=action, parent=parent_id,
                 program="" if action == GENERATE else parent.program,
                 prefix=_first_lines(parent.program, parent.prefix_lines) if action == GENERATE else "",
-                feedback="" if action == GENERATE else parent.feedback)
+                feedback="" if action == GENERATE else parent.feedback,
+                mispredicted=parent.mispredicted if action == IMPROVE else None)
             self.calls += 1
             self.trace.append({"call": request.call, "node": child.id, "action": action,
                                "parent": parent_id, "path": path})
@@ -289,6 +291,7 @@ class GifMcts:
         node.buggy = bool(evaluation.buggy)
         node.score = 0.0 if node.buggy else float(evaluation.score)
         node.feedback = evaluation.feedback
+        node.mispredicted = evaluation.mispredicted
         parent = self.nodes[node.parent]
         if node.buggy and node.action == FIX and parent.buggy:
             node.failed_fixes = parent.failed_fixes + 1
@@ -303,7 +306,8 @@ class GifMcts:
         if not done:
             return None
         best = max(done, key=lambda n: (not n.buggy, n.score, -n.id))
-        return best.id - 1, best.program, Evaluation(best.score, best.buggy, best.feedback)
+        return best.id - 1, best.program, Evaluation(best.score, best.buggy, best.feedback,
+                                                     best.mispredicted)
 
     def to_json(self) -> dict:
         nodes = []

@@ -30,6 +30,7 @@ class PoolEntry:
     score: float
     buggy: bool
     feedback: str
+    mispredicted: dict | None = None
     refined: int = 0
 
     def to_json(self) -> dict:
@@ -62,7 +63,8 @@ class _PoolSearch:
         score = 0.0 if buggy else float(evaluation.score)
         self.pool.append(PoolEntry(call=request.call, parent=request.parent, action=request.action,
                                    program=outcome.program or "", score=score, buggy=buggy,
-                                   feedback=evaluation.feedback))
+                                   feedback=evaluation.feedback,
+                                   mispredicted=evaluation.mispredicted))
         if self._stops_on_perfect() and not buggy and score >= 1.0 - self.perfect_tolerance:
             self.stopped_perfect = True
 
@@ -74,7 +76,8 @@ class _PoolSearch:
         if not self.pool:
             return None
         best = max(self.pool, key=lambda e: (not e.buggy, e.score, -e.call))
-        return best.call, best.program, Evaluation(best.score, best.buggy, best.feedback)
+        return best.call, best.program, Evaluation(best.score, best.buggy, best.feedback,
+                                                   best.mispredicted)
 
     def to_json(self) -> dict:
         return {"method": self.method, "calls": self.calls, "stopped_perfect": self.stopped_perfect,
@@ -116,7 +119,8 @@ class Rex(_PoolSearch):
                 entry.refined += 1
                 request = Request(call=self.calls, action=FIX if entry.buggy else IMPROVE,
                                   parent=entry.call, program=entry.program,
-                                  feedback=entry.feedback)
+                                  feedback=entry.feedback,
+                                  mispredicted=None if entry.buggy else entry.mispredicted)
             self.calls += 1
             self.trace.append({"call": request.call, "action": request.action,
                                "parent": request.parent, "draws": draws})

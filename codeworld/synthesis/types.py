@@ -37,12 +37,15 @@ class Evaluation:
         buggy: the program raised, timed out, or returned invalid output.
         feedback: text for the next prompt: the error with its line for a buggy program (fix),
             one mispredicted transition otherwise (improve); empty when nothing is wrong.
+        mispredicted: the first mispredicted transition (state, action, expected and predicted
+            outcome) for an *improve* prompt; None when there is none.
         report: the scorer's full report as JSON-ready data, saved in the run directory.
     """
 
     score: float
     buggy: bool
     feedback: str = ""
+    mispredicted: dict | None = None
     report: dict = field(default_factory=dict)
 
     def to_json(self) -> dict:
@@ -51,7 +54,8 @@ class Evaluation:
     @classmethod
     def from_json(cls, data: dict) -> "Evaluation":
         return cls(score=float(data["score"]), buggy=bool(data["buggy"]),
-                   feedback=data.get("feedback", ""), report=data.get("report", {}))
+                   feedback=data.get("feedback", ""), mispredicted=data.get("mispredicted"),
+                   report=data.get("report", {}))
 
 
 class Evaluator(Protocol):
@@ -70,7 +74,8 @@ class Request:
         parent: the node (GIF-MCTS) or pool entry (REx) refined; -1 for the root / from scratch.
         program: the program to improve or fix (empty for generate).
         prefix: the partial program a generate call continues (may be empty).
-        feedback: the parent's evaluation feedback (error or mispredicted transition).
+        feedback: the parent's evaluation feedback (error or mispredicted transition as text).
+        mispredicted: the parent's first mispredicted transition (improve), as the scorer gave it.
     """
 
     call: int
@@ -79,6 +84,7 @@ class Request:
     program: str = ""
     prefix: str = ""
     feedback: str = ""
+    mispredicted: dict | None = None
 
     def to_json(self) -> dict:
         return asdict(self)

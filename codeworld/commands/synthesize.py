@@ -1,0 +1,200 @@
+"""``codeworld synthesize ENV``: write a code world model with GIF-MCTS, WorldCoder (REx) or zero-shot.
+
+The run directory holds everything (see `codeworld.synthesis.run_dir`); it is saved after every
+LLM call, ``--resume`` continues an interrupted run without repeating calls, and rerunning a
+finished run replays it from the saved calls.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import sys
+import time
+from pathlib import Path
+
+DEFAULT_BUDGET = 10
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    from codeworld.llm import add_llm_arguments
+    from codeworld.synthesis import METHODS
+
+    parser = subparsers.add_parser(
+        "synthesize", help="synthesize a code world model for an environment with an LLM",
+        description="Search for a world-model program with an LLM, scored on the env's replay "
+                    "buffer; writes a resumable run directory.")
+    parser.add_argument("env", nargs="?", default=None,
+                        help="environment id, e.g. CartPole-v1 (optional with --resume)")
+    parser.add_argument("--method", default="gif-mcts", choices=sorted(METHODS),
+                        help="search method (default gif-mcts)")
+    parser.add_argument("--budget", type=int, default=None,
+                        help=f"LLM calls in the whole run (default {DEFAULT_BUDGET}; on --resume, "
+                             "the saved budget unless given)")
+    parser.add_argument("--seed", type=int, default=0, help="run seed (default 0)")
+    parser.add_argument("--out", default=None, metavar="RUN_DIR",
+                        help="run directory (default runs/ENV-METHOD-seedS-TIME)")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue the run in --out (method, env, seed and config from it)")
+    parser.add_argument("--parallel", type=int, default=None, metavar="K",
+                        help="LLM calls at once per wave (default 1: the paper's algorithm)")
+    parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                        help="change a config field, e.g. --set ucb_c=0.2 --set allow_fix=false "
+                             "--set sampling.temperature=0.7 (repeatable)")
+    parser.add_argument("--mode", default="sound", choices=["sound", "paper"],
+                        help="scoring mode used as the search signal (default sound)")
+    parser.add_argument("--buffer", default=None, help="replay buffer (default: the committed one)")
+    parser.add_argument("--timeout", type=float, default=60.0, metavar="S",
+                        help="seconds one program may take over the whole buffer (default 60)")
+    parser.add_argument("--quiet", action="store_true", help="no progress lines")
+    add_llm_arguments(parser)
+    parser.set_defaults(func=run)
+
+
+def parse_overrides(items: list[str]) -> dict[str, str]:
+    """``["a=1", "b.c=x"]`` as a dict; raises ValueError on an item without ``=``."""
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--set needs FIELD=VALUE, got {item!r}")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def progress_printer(budget: int, stream=None, started: float | None = None):
+    """A progress callback printing one line per call: calls used, action, score, best, tokens."""
+    stream = stream or sys.stdout
+    started = time.perf_counter() if started is None else started
+
+    def show(event: dict) -> None:
+        status = "buggy" if event["buggy"] else f"{event['score']:.4f}"
+        tag = " (saved)" if event["replayed"] else ""
+        print(f"  call {event['call'] + 1:>3}/{budget}  {event['action']:<8} -> {status:<7}"
+              f" best {event['best']:.4f}  tokens {event['tokens']:>7,}"
+              f"  {time.perf_counter() - started:6.0f}s{tag}", file=stream, flush=True)
+
+    return show
+
+
+def prepare_run(args: argparse.Namespace):
+    """The run directory, its metadata and the method's config from the arguments.
+
+    Returns:
+        (run_dir, meta, method, config) or raises ValueError with a message for the user.
+    """
+    from codeworld import __version__
+    from codeworld.envs import get_spec
+    from codeworld.synthesis import RunDir, get_method
+    from codeworld.synthesis.registry import config_from_json, config_to_json, config_with_overrides
+
+    overrides = parse_overrides(args.set)
+    if args.parallel is not None:
+        overrides["parallel"] = str(args.parallel)
+    if args.resume:
+        if not args.out:
+            raise ValueError("--resume needs --out RUN_DIR")
+        run_dir = RunDir(args.out)
+        if not run_dir.exists():
+            raise ValueError(f"no run to resume in {args.out} (no run.json)")
+        meta = run_dir.meta
+        if args.env and get_spec(args.env).env_id != meta["env_id"]:
+            raise ValueError(f"{args.out} is a run on {meta['env_id']}, not {args.env}")
+        method = get_method(meta["method"])
+        config = config_from_json(method.config_class, meta["config"])
+        if overrides:
+            config = config_with_overrides(config, overrides)
+        changes = {"status": "running", "config": config_to_json(config)}
+        if args.budget is not None:
+            changes["budget"] = args.budget
+        if args.llm != meta.get("llm"):
+            changes["llm"] = args.llm
+        meta = run_dir.update_meta(**changes)
+        return run_dir, meta, method, config
+    if not args.env:
+        raise ValueError("give an environment id (or --resume --out RUN_DIR)")
+    env_id = get_spec(args.env).env_id
+    method = get_method(args.method)
+    config = config_with_overrides(method.config_class(), overrides)
+    out = args.out or str(Path("runs") / (f"{env_id}-{method.name}-seed{args.seed}-"
+                                          f"{_dt.datetime.now().strftime('%Y%m%d-%H%M%S')}"))
+    run_dir = RunDir(out)
+    if run_dir.exists() and run_dir.load_calls():
+        raise ValueError(f"{out} already holds a run: add --resume to continue it, or choose "
+                         "another --out")
+    meta = {
+        "method": method.name, "env_id": env_id, "llm": args.llm,
+        "budget": args.budget if args.budget is not None else DEFAULT_BUDGET,
+        "seed": args.seed, "mode": args.mode, "buffer": args.buffer, "timeout_s": args.timeout,
+        "config": config_to_json(config), "status": "running",
+        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "codeworld_version": __version__,
+    }
+    run_dir.init(meta)
+    return run_dir, meta, method, config
+
+
+def run(args: argparse.Namespace) -> int:
+    from codeworld.llm import LLMError, llm_from_args
+    from codeworld.synthesis import RunDivergedError, synthesize
+    from codeworld.synthesis.cwmb import make_cwmb_world
+
+    try:
+        run_dir, meta, method, config = prepare_run(args)
+    except (ValueError, TypeError, KeyError) as exc:
+        print(f"codeworld synthesize: {exc.args[0] if exc.args else exc}", file=sys.stderr)
+        return 2
+    try:
+        llm = llm_from_args(args, run_dir=str(run_dir.path))
+        prompts, evaluator = make_cwmb_world(meta["env_id"], buffer=meta.get("buffer"),
+                                             mode=meta.get("mode", "sound"),
+                                             timeout_s=meta.get("timeout_s", 60.0))
+    except (ValueError, LLMError, OSError) as exc:
+        run_dir.update_meta(status="not started")
+        print(f"codeworld synthesize: {exc}", file=sys.stderr)
+        return 2
+    budget = int(meta["budget"])
+    print(f"codeworld synthesize: {method.name} on {meta['env_id']} with {args.llm}, "
+          f"budget {budget} calls, seed {meta['seed']}\n  run directory: {run_dir.path}",
+          flush=True)
+    try:
+        with llm:
+            result = synthesize(method.make(config, seed=meta["seed"]), llm=llm, prompts=prompts,
+                                evaluator=evaluator, budget=budget, run_dir=run_dir,
+                                seed=meta["seed"], sampling=config.sampling,
+                                progress=None if args.quiet else progress_printer(budget))
+    except RunDivergedError as exc:
+        print(f"codeworld synthesize: {exc}", file=sys.stderr)
+        return 1
+    except LLMError as exc:
+        run_dir.update_meta(status="interrupted")
+        print(f"codeworld synthesize: {exc}\n  resume with: codeworld synthesize --resume "
+              f"--out {run_dir.path}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        run_dir.update_meta(status="interrupted")
+        print(f"\ninterrupted; resume with: codeworld synthesize --resume --out {run_dir.path}",
+              file=sys.stderr)
+        return 130
+    run_dir.update_meta(status="finished")
+    print(summary_text(result))
+    return 0
+
+
+def summary_text(result) -> str:
+    """The closing lines of a run: best score, where the model is, what it cost."""
+    acc = result.accounting
+    lines = []
+    if result.best_evaluation is None:
+        lines.append("no program was written")
+    else:
+        ev = result.best_evaluation
+        state = "buggy" if ev.buggy else f"score {ev.score:.4f}"
+        lines.append(f"best program: call {result.best_call + 1}, {state}")
+    if result.run_dir is not None:
+        lines.append(f"  best model:    {result.run_dir.path / 'best_model.py'}")
+        lines.append(f"  run directory: {result.run_dir.path}")
+    lines.append(f"  calls {acc.calls} ({acc.new_calls} new, {acc.replayed_calls} saved, "
+                 f"{acc.cached_calls} from cache), tokens {acc.tokens:,}, "
+                 f"{acc.wall_seconds / 60:.1f} min")
+    return "\n".join(lines)
