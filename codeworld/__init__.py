@@ -1,21 +1,45 @@
 """codeworld: code world models written by LLMs, scored soundly and planned with at native speed."""
 
 from codeworld._backend import backend, core_available
+from codeworld.envs import EnvSpec, encode_obs, get_spec, list_envs, make_env
+from codeworld.envs.buffers import ReplayBuffer, load_buffer
+from codeworld.envs.descriptions import describe
 from codeworld.model import ModelSourceError, ModelSourceInfo, check_model_source
 from codeworld.sandbox import ModelWorker, Prediction, Sandbox, SandboxLimits, SandboxResult
+from codeworld.scoring import Scorer, ScoreReport, score_model
+from codeworld.synthesis import GifMcts, GifMctsConfig, Rex, RexConfig, RunDir, ZeroShot, ZeroShotConfig, synthesize
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "EnvSpec",
+    "GifMcts",
+    "GifMctsConfig",
     "ModelSourceError",
     "ModelSourceInfo",
     "ModelWorker",
     "Prediction",
+    "ReplayBuffer",
+    "Rex",
+    "RexConfig",
+    "RunDir",
     "Sandbox",
     "SandboxLimits",
     "SandboxResult",
+    "ScoreReport",
+    "Scorer",
+    "ZeroShot",
+    "ZeroShotConfig",
     "__version__",
     "backend",
     "check_model_source",
     "core_available",
+    "describe",
+    "encode_obs",
+    "get_spec",
+    "list_envs",
+    "load_buffer",
+    "make_env",
+    "score_model",
+    "synthesize",
 ]

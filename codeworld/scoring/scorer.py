@@ -36,15 +36,17 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
 from codeworld._backend import backend
 from codeworld.envs.buffers import ReplayBuffer, buffer_path, load_buffer
 from codeworld.envs.registry import EnvSpec, get_spec, make_env, step_from_obs
-from codeworld.kernels.check import CheckArrays, check_transitions
 from codeworld.scoring.report import Reference, ScoreReport
+
+if TYPE_CHECKING:
+    from codeworld.kernels.check import CheckArrays
 
 SOUND = "sound"
 PAPER = "paper"
@@ -116,6 +118,8 @@ def _balanced_mean(values: np.ndarray, classes: np.ndarray) -> float:
 
 def evaluate(buffer: ReplayBuffer, spec: EnvSpec, mode: str, predictions: Predictions) -> Evaluation:
     """Compare `predictions` with `buffer` in `mode` (kernel call plus vectorized summaries)."""
+    from codeworld.kernels.check import check_transitions  # imports Numba: only when scoring
+
     tol = tolerances(spec, mode)
     true_done = buffer.terminated if mode == SOUND else buffer.dones
     check: CheckArrays = check_transitions(
