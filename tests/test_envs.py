@@ -132,3 +132,14 @@ def test_cli_envs_and_describe(capsys):
     assert main(["describe", "Nope-v0"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "unknown CWMB environment" in err
+
+
+def test_spec_methods_set_and_step_the_simulator():
+    spec = get_spec("CartPole-v1")
+    env = make_env("CartPole-v1")
+    obs = np.array([0.1, -0.2, 0.03, 0.4])
+    spec.set_state_from_obs(env, obs)
+    np.testing.assert_array_equal(env.unwrapped.state, obs)
+    next_obs, reward, terminated = spec.step_from_obs(env, obs, np.array([1.0]))
+    assert next_obs.shape == (4,) and reward == 1.0 and terminated is False
+    assert next_obs[0] == pytest.approx(0.1 - 0.2 * 0.02)

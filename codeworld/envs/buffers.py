@@ -29,6 +29,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import os
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,7 +43,11 @@ FORMAT = "codeworld-buffer/1"
 CODEWORLD_KEYS = ("obs", "actions", "rewards", "next_obs", "terminated", "truncated", "episode_start")
 PAPER_KEYS = ("obs", "actions", "rewards", "next_obs", "dones", "episode_start")
 BUFFER_DIR = Path(__file__).resolve().parents[2] / "data" / "buffers"
-PAPER_BUFFER_DIR = Path(__file__).resolve().parents[3] / "shared" / "reference" / "cwmb_paper_buffers"
+# The paper's buffers: $CODEWORLD_PAPER_BUFFERS, else ../shared/reference/cwmb_paper_buffers beside
+# the repository.
+PAPER_BUFFER_DIR = Path(os.environ.get(
+    "CODEWORLD_PAPER_BUFFERS",
+    Path(__file__).resolve().parents[3] / "shared" / "reference" / "cwmb_paper_buffers"))
 _FIXED_ZIP_TIME = (1980, 1, 1, 0, 0, 0)
 
 

@@ -120,6 +120,14 @@ class EnvSpec:
         """True when the true simulator can be set from an observation (a ceiling exists)."""
         return self.state_setter is not None
 
+    def set_state_from_obs(self, env, obs: np.ndarray) -> None:
+        """Put the simulator of `env` into the state `obs` describes (see `set_state_from_obs`)."""
+        set_state_from_obs(env, self.env_id, obs)
+
+    def step_from_obs(self, env, obs: np.ndarray, action: np.ndarray) -> tuple[np.ndarray, float, bool]:
+        """The true transition from an encoded observation (see `step_from_obs`)."""
+        return step_from_obs(env, self.env_id, obs, action)
+
     @property
     def atol(self) -> float:
         """The state's absolute tolerance (alias of `state_atol`)."""
