@@ -22,9 +22,7 @@ from typing import Any
 import numpy as np
 
 from codeworld.envs.buffers import ReplayBuffer, make_buffer
-from codeworld.envs.registry import (
-    MUJOCO, EnvSpec, decode_action, encode_action, encode_obs, get_spec, make_env,
-)
+from codeworld.envs.registry import EnvSpec, decode_action, encode_action, encode_obs, get_spec, make_env
 
 
 @dataclass(frozen=True)
@@ -123,8 +121,6 @@ def collect_buffer(env_id: str, config: CollectionConfig | None = None) -> Repla
         The buffer; its ``metadata`` is the sidecar record (versions, seed, protocol).
     """
     import warnings
-
-    import gymnasium
 
     config = config or CollectionConfig()
     spec = get_spec(env_id)
