@@ -5,6 +5,7 @@ from codeworld.envs import EnvSpec, encode_obs, get_spec, list_envs, make_env
 from codeworld.envs.buffers import ReplayBuffer, load_buffer
 from codeworld.envs.descriptions import describe
 from codeworld.model import ModelSourceError, ModelSourceInfo, check_model_source
+from codeworld.planning import CemConfig, Evaluation, MctsConfig, evaluate
 from codeworld.sandbox import ModelWorker, Prediction, Sandbox, SandboxLimits, SandboxResult
 from codeworld.scoring import Scorer, ScoreReport, score_model
 from codeworld.synthesis import GifMcts, GifMctsConfig, Rex, RexConfig, RunDir, ZeroShot, ZeroShotConfig, synthesize
@@ -12,9 +13,12 @@ from codeworld.synthesis import GifMcts, GifMctsConfig, Rex, RexConfig, RunDir, 
 __version__ = "0.1.0"
 
 __all__ = [
+    "CemConfig",
     "EnvSpec",
+    "Evaluation",
     "GifMcts",
     "GifMctsConfig",
+    "MctsConfig",
     "ModelSourceError",
     "ModelSourceInfo",
     "ModelWorker",
@@ -36,6 +40,7 @@ __all__ = [
     "core_available",
     "describe",
     "encode_obs",
+    "evaluate",
     "get_spec",
     "list_envs",
     "load_buffer",

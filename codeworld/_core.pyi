@@ -35,3 +35,63 @@ def check_transitions(
     """Compare n predicted transitions with recorded ones (csrc/check.h).
 
     Returns (dims_ok, reward_ok, done_ok, sq_err_model, sq_err_still)."""
+
+from typing import Callable
+
+def mcts_plan(
+    address: int,
+    root_state: npt.NDArray[np.float64],
+    n_actions: int,
+    num_simulations: int,
+    rollout_depth: int,
+    wave_size: int,
+    c_uct: float,
+    gamma: float,
+    seed: int,
+) -> tuple[int, npt.NDArray[np.int64], npt.NDArray[np.float64], int, int]:
+    """UCT through a compiled model. Returns (action, root_visits, root_values, status, model_steps)."""
+
+def mcts_plan_batched(
+    step_batch: Callable[[npt.NDArray[np.float64], npt.NDArray[np.float64]], tuple],
+    root_state: npt.NDArray[np.float64],
+    n_actions: int,
+    num_simulations: int,
+    rollout_depth: int,
+    wave_size: int,
+    c_uct: float,
+    gamma: float,
+    seed: int,
+) -> tuple[int, npt.NDArray[np.int64], npt.NDArray[np.float64], int, int]:
+    """UCT through a Python batch step called once per wave and rollout depth."""
+
+def cem_plan(
+    address: int,
+    start_state: npt.NDArray[np.float64],
+    low: npt.NDArray[np.float64],
+    high: npt.NDArray[np.float64],
+    init_mean: npt.NDArray[np.float64],
+    init_std: npt.NDArray[np.float64],
+    horizon: int,
+    iterations: int,
+    num_samples: int,
+    num_elites: int,
+    gamma: float,
+    seed: int,
+) -> tuple[npt.NDArray[np.float64], float, npt.NDArray[np.float64], npt.NDArray[np.float64], int, int]:
+    """CEM through a compiled model. Returns (plan, best_return, mean, std, status, model_steps)."""
+
+def cem_plan_batched(
+    step_batch: Callable[[npt.NDArray[np.float64], npt.NDArray[np.float64]], tuple],
+    start_state: npt.NDArray[np.float64],
+    low: npt.NDArray[np.float64],
+    high: npt.NDArray[np.float64],
+    init_mean: npt.NDArray[np.float64],
+    init_std: npt.NDArray[np.float64],
+    horizon: int,
+    iterations: int,
+    num_samples: int,
+    num_elites: int,
+    gamma: float,
+    seed: int,
+) -> tuple[npt.NDArray[np.float64], float, npt.NDArray[np.float64], npt.NDArray[np.float64], int, int]:
+    """CEM through a Python batch step called once per iteration and time step."""

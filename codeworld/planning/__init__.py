@@ -7,7 +7,6 @@ real environment, and wraps a model as a Gymnasium environment.
 
 from codeworld.planning.config import CemConfig, MctsConfig, make_config
 from codeworld.planning.evaluate import Evaluation, ReturnStats, evaluate, normalized_return
-from codeworld.planning.gym_env import CodeWorldEnv, CodeWorldVectorEnv, WorldModelError
 from codeworld.planning.oracle import OracleModel
 from codeworld.planning.planners import PLANNERS, CemPlanner, MctsPlanner, ModelAccess, make_planner
 
@@ -29,3 +28,14 @@ __all__ = [
     "make_planner",
     "normalized_return",
 ]
+
+_GYM_NAMES = ("CodeWorldEnv", "CodeWorldVectorEnv", "WorldModelError")
+
+
+def __getattr__(name: str):
+    # The Gymnasium wrappers import gymnasium; sandbox workers import this package and need not.
+    if name in _GYM_NAMES:
+        from codeworld.planning import gym_env
+
+        return getattr(gym_env, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
