@@ -140,3 +140,10 @@ def test_make_buffer_validates_like_the_loader():
     arrays["rewards"] = arrays["rewards"][:10]
     with pytest.raises(BufferError, match="rows"):
         make_buffer("CartPole-v1", **arrays)
+
+
+def test_cli_collect_unknown_env_is_one_line(tmp_path, capsys):
+    assert main(["collect", "Taxi-v9", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "did you mean Taxi-v4" in err
+    assert not list(tmp_path.iterdir())

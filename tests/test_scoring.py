@@ -322,3 +322,15 @@ def test_cli_score_errors_are_one_line(tmp_path, capsys, case):
     err = capsys.readouterr().err
     assert code != 0
     assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_a_hanging_model_times_out_and_keeps_its_partial_predictions():
+    hang = CLASS_FORM.replace("        return self.state.copy(), 1.0, False",
+                              "        self.calls = getattr(self, 'calls', 0) + 1\n"
+                              "        while self.calls > 40:\n"
+                              "            pass\n"
+                              "        return self.state.copy(), 1.0, False")
+    report = Scorer("CartPole-v1", references=False).score_source(hang, timeout_s=2.0)
+    assert report.status == "timeout"
+    assert 0 < report.n_predicted <= 40
+    assert report.first_error["index"] == report.n_predicted

@@ -103,7 +103,7 @@ class ScoreReport:
         for ref in (self.floor, self.ceiling):
             if ref is not None:
                 lines.append(f"  {ref.name:<11} {ref.score:.4f}   strict {ref.strict:.4f}")
-        if self.ceiling is None:
+        if self.ceiling is None and self.floor is not None:
             lines.append("  ceiling     n/a (the simulator cannot be set from an observation)")
         if self.first_error:
             lines.append("  first error " + _format_error(self.first_error))
