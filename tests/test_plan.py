@@ -178,3 +178,29 @@ def test_a_model_raising_mid_plan_reports_its_line():
         result = worker.call("codeworld.planning.ops:plan_act", state=np.zeros(4), seed=0)
     assert result.status == "exception"
     assert "left the centre" in result.message and result.line == 7
+
+
+def test_blackjack_has_no_oracle_and_its_normalized_return_is_undefined(tmp_path, capsys):
+    status = main(["plan", "Blackjack-v1", "--oracle-only", "--episodes", "1"])
+    out = capsys.readouterr().out
+    assert status == 0
+    assert "unavailable: Blackjack has no oracle" in out
+
+
+def test_receding_horizon_cem_executes_part_of_each_plan_and_warm_starts():
+    from codeworld.model import load_model
+    from codeworld.planning import CemPlanner, ModelAccess
+
+    model = load_model(PENDULUM, discrete=False)
+    config = make_config("cem", horizon=10, iterations=2, num_samples=30, num_elites=5, replan_every=3)
+    planner = CemPlanner(config, action_low=[-2.0], action_high=[2.0])
+    actions = planner.act(ModelAccess(compiled=model), np.array([-1.0, 0.0, 0.0]), seed=1)
+    assert len(actions) == 3 and all(-2.0 <= a[0] <= 2.0 for a in actions)
+    shifted, _ = planner._initial()
+    np.testing.assert_array_equal(shifted[:7], planner._mean[3:])  # the warm start
+    np.testing.assert_array_equal(shifted[7:], 0.0)
+    planner.reset()
+    assert np.all(planner._initial()[0] == 0.0)
+    open_loop = CemPlanner(make_config("cem", horizon=10, iterations=1, num_samples=10, num_elites=2),
+                           action_low=[-2.0], action_high=[2.0])
+    assert len(open_loop.act(ModelAccess(compiled=model), np.array([-1.0, 0.0, 0.0]), seed=1)) == 10

@@ -80,7 +80,8 @@ def _format(stats) -> str:
     if stats is None:
         return "-"
     if stats.mean is None:
-        return f"no finished episode ({stats.status})"
+        detail = f": {stats.message}" if stats.status == "unavailable" and stats.message else ""
+        return f"no finished episode ({stats.status}{detail})"
     text = f"{stats.mean:10.2f} +- {stats.stderr:.2f}  ({len(stats.returns)} episodes"
     text += ", cached)" if stats.cached else ")"
     if not stats.ok:

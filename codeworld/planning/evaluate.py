@@ -122,6 +122,8 @@ class Evaluation:
             return "needs the model, random and oracle returns"
         if not self.model.ok:
             return f"the model's run ended early ({self.model.status})"
+        if not self.oracle.ok:
+            return f"undefined: no oracle ({self.oracle.message})"
         return "undefined: the oracle and the random policy tie"
 
     def to_dict(self) -> dict:
@@ -344,6 +346,7 @@ def evaluate(env_id: str, source: str | None = None, config=None, *, episodes: i
         progress: called as ``progress(policy, episode, step)`` after every real step.
     """
     from codeworld.envs import get_spec
+    from codeworld.planning.oracle import OracleUnavailable
 
     spec = get_spec(env_id)
     config = config or make_config(spec.planner)
@@ -356,8 +359,11 @@ def evaluate(env_id: str, source: str | None = None, config=None, *, episodes: i
         result.random = _cached("random", spec.env_id, None, episodes, seed, max_steps, use_cache,
                                 lambda: run_random(spec.env_id, episodes, seed, max_steps, progress))
     if "oracle" in policies:
-        result.oracle = _cached("oracle", spec.env_id, cfg, episodes, seed, max_steps, use_cache,
-                                lambda: run_oracle(spec.env_id, config, episodes, seed, max_steps, progress))
+        try:
+            result.oracle = _cached("oracle", spec.env_id, cfg, episodes, seed, max_steps, use_cache,
+                                    lambda: run_oracle(spec.env_id, config, episodes, seed, max_steps, progress))
+        except OracleUnavailable as exc:
+            result.oracle = ReturnStats("oracle", status="unavailable", message=str(exc))
     if "model" in policies:
         if source is None:
             raise ValueError("evaluating the model needs its source")

@@ -82,6 +82,10 @@ SIM_STATES: dict[str, SimState] = {
 }
 
 
+class OracleUnavailable(ValueError):
+    """The environment's simulator cannot be saved and restored, so it has no oracle."""
+
+
 class OracleModel:
     """The true simulator of a CWMB environment behind a batched step (in the parent: it is trusted).
 
@@ -94,9 +98,9 @@ class OracleModel:
 
         self.spec = get_spec(env_id)
         if self.spec.env_id.startswith("Blackjack"):
-            raise ValueError("Blackjack has no oracle: its next state depends on random card draws")
+            raise OracleUnavailable("Blackjack has no oracle: its next state depends on random card draws")
         if self.spec.family not in SIM_STATES:
-            raise ValueError(f"{self.spec.env_id}: no way to save and restore a {self.spec.family} simulator")
+            raise OracleUnavailable(f"{self.spec.env_id}: no way to save and restore a {self.spec.family} simulator")
         self.sim_state = SIM_STATES[self.spec.family]
         self.env = make_env(self.spec.env_id)
         self.env.reset(seed=0)
