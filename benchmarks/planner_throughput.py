@@ -6,8 +6,11 @@ One run measures, on the same compiled models:
 * ``numba_compiled``: the Numba planner (the fallback) with the same model;
 * ``cpp_batched_python``: the C++ planner with the model in the paper's class form (which Numba
   cannot compile), called through Python once per batch;
-* ``python_paper``: the plain-Python planner (the reference) calling that Python model object
-  (``set_state`` then ``step``) once per simulated step, as the CWMB paper's planners do;
+* ``python_paper``: a plain-Python planner with the costs of the CWMB paper's planners (node
+  objects, deep copies of the simulator's attributes, ``set_state`` then ``step`` per simulated
+  step, numpy random choices), on that Python model object;
+* ``python_reference``: codeworld's own plain-Python planner (the kernels' slow reference) on that
+  model object, one call per simulated step: a lean pure-Python baseline;
 * ``c_loop``: a hand-written C loop (benchmarks/planner_c_baseline.c, compiled here with the
   system compiler) doing the same rollouts through the same C pointer: the practical limit.
 
@@ -22,7 +25,9 @@ results written to benchmarks/results/planner_throughput.{json,md}.
 from __future__ import annotations
 
 import argparse
+import copy
 import ctypes
+import hashlib
 import json
 import os
 import platform
@@ -196,6 +201,125 @@ def _python_batch(model, discrete):
     return step_batch
 
 
+# -- the paper's way ------------------------------------------------------------------------------
+# Plain-Python planners with the costs of the CWMB paper's planners (Dainese et al., 2024, code
+# release): a Python object per node, the simulator's attributes deep-copied when a node is made
+# and restored from a deep copy before stepping from it, the model stepped on every tree edge
+# walked, a hash of every new frame, and numpy random choices per rollout step. Written here to
+# measure those costs, not taken from that code.
+
+
+def _paper_env(class_source: str):
+    namespace: dict = {}
+    exec(compile(class_source, "paper_model.py", "exec"), namespace)  # trusted benchmark code
+    return namespace["Environment"]()
+
+
+def _snapshot(env) -> dict:
+    return {k: copy.deepcopy(v) for k, v in vars(env).items()}
+
+
+def _restore(env, snap: dict) -> None:
+    for k, v in snap.items():
+        setattr(env, k, copy.deepcopy(v))
+
+
+class _PaperNode:
+    def __init__(self, frame, reward, terminal, snap):
+        self.frame, self.reward, self.terminal, self.snap = frame, reward, terminal, snap
+        self.children: dict = {}
+        self.visits = 0
+        self.value_sum = 0.0
+
+
+class PaperStyleMcts:
+    """UCT over Python node objects, stepping a class-form model through set_state and step."""
+
+    def __init__(self, env, n_actions, num_simulations, rollout_depth, c_uct, gamma, seed):
+        self.env, self.n_actions = env, n_actions
+        self.num_simulations, self.rollout_depth = num_simulations, rollout_depth
+        self.c_uct, self.gamma = c_uct, gamma
+        self.rng = np.random.default_rng(seed)
+        self.steps = 0
+
+    def _step(self, frame, action):
+        self.steps += 1
+        self.env.set_state(frame)
+        return self.env.step(action)
+
+    def plan(self, root_frame) -> int:
+        self.env.set_state(root_frame)
+        root = _PaperNode(np.array(root_frame), 0.0, False, _snapshot(self.env))
+        root.visits = 1
+        for _ in range(self.num_simulations):
+            node, path = root, [root]
+            while True:
+                scores = np.empty(self.n_actions)
+                for a in range(self.n_actions):
+                    child = node.children.get(a)
+                    n = 0 if child is None else child.visits
+                    q = child.value_sum / n if n else 1.0
+                    scores[a] = q + self.c_uct * np.sqrt(np.log(node.visits) / (n + 1e-3))
+                action = int(self.rng.choice(np.flatnonzero(scores == scores.max())))
+                _restore(self.env, node.snap)
+                frame, reward, done = self._step(node.frame, action)
+                hashlib.sha256(str(frame).encode()).hexdigest()
+                child = node.children.get(action)
+                new = child is None
+                if new:
+                    child = _PaperNode(frame, reward, bool(done), _snapshot(self.env))
+                    node.children[action] = child
+                path.append(child)
+                node = child
+                if new or node.terminal:
+                    break
+            value = 0.0
+            if not node.terminal:
+                _restore(self.env, node.snap)
+                frame = node.frame
+                for i in range(self.rollout_depth):
+                    a = self.rng.choice(np.arange(self.n_actions))
+                    frame, reward, done = self._step(frame, a)
+                    value += self.gamma**i * reward
+                    if done:
+                        break
+            for n in reversed(path):
+                n.visits += 1
+                n.value_sum += value
+                value = n.reward + self.gamma * value
+        visits = [root.children[a].visits if a in root.children else 0 for a in range(self.n_actions)]
+        return int(np.argmax(visits))
+
+
+def paper_style_cem(env, start, low, high, horizon, iterations, num_samples, num_elites, seed):
+    """CEM scoring each sample by a sequential rollout, the simulator snapshotted around each one."""
+    rng = np.random.default_rng(seed)
+    low, high = np.asarray(low).reshape(1, -1), np.asarray(high).reshape(1, -1)
+    mu = np.tile((low + high) / 2, (horizon, 1))
+    sigma = np.tile(np.maximum(np.abs(low), np.abs(high)) / 2, (horizon, 1))
+    steps = 0
+    samples = scores = None
+    for _ in range(iterations):
+        samples = np.clip(rng.normal(mu, sigma, size=(num_samples,) + mu.shape), low, high)
+        scores = np.empty(num_samples)
+        for k, sample in enumerate(samples):
+            env.set_state(start)
+            snap = _snapshot(env)
+            state, total = copy.deepcopy(start), 0.0
+            for a in sample:
+                env.set_state(state)
+                state, reward, done = env.step(a)
+                steps += 1
+                total += reward
+                if done:
+                    break
+            _restore(env, snap)
+            scores[k] = total
+        elites = samples[np.argsort(-scores)[:num_elites]]
+        mu, sigma = elites.mean(axis=0), elites.std(axis=0)
+    return samples[int(np.argmax(scores))], steps
+
+
 def _compile_c_baseline(workdir: str):
     compiler = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
     if compiler is None:
@@ -263,8 +387,14 @@ def bench_mcts(c_lib, quick: bool) -> dict:
             lambda i: mcts_plan_batched(batch, roots[i], 2, sims, depth, 8, c, gamma, i)[3], n_slow))
     variants["numba_compiled"] = _with_backend("numba", lambda: _measure(
         lambda i: mcts_plan(model, roots[i], 2, sims, depth, 1, c, gamma, i)[3], n_fast))
-    variants["python_paper"] = _measure(
+    variants["python_reference"] = _measure(
         lambda i: mcts_reference(batch, roots[i], 2, sims, depth, 1, c, gamma, i)[3], n_slow)
+
+    def paper_run(i):
+        planner = PaperStyleMcts(_paper_env(CARTPOLE_CLASS), 2, sims, depth, c, gamma, i)
+        planner.plan(roots[i])
+        return planner.steps
+    variants["python_paper"] = _measure(paper_run, n_slow)
     if c_lib is not None:
         mean = ctypes.c_double()
 
@@ -307,8 +437,11 @@ def bench_cem(name: str, source: str, class_source: str, n_state: int, n_action:
             lambda i: cem_plan_batched(batch, starts[i % 10], lo, hi, smean, sstd, *reduced, 1.0, i)[4], 1))
     variants["numba_compiled"] = _with_backend("numba", lambda: _measure(
         lambda i: cem_plan(model, starts[i % 10], lo, hi, mean0, std0, *full, 1.0, i)[4], n_fast))
-    variants["python_paper"] = _measure(
+    variants["python_reference"] = _measure(
         lambda i: cem_reference(batch, starts[i % 10], lo, hi, smean, sstd, *reduced, 1.0, i)[4], 1)
+    paper_env = _paper_env(class_source)
+    variants["python_paper"] = _measure(
+        lambda i: paper_style_cem(paper_env, starts[i % 10], lo, hi, H, reduced[0], reduced[1], reduced[2], i)[1], 1)
     if c_lib is not None:
         plan = np.zeros((H, n_action))
 
@@ -331,10 +464,14 @@ def ratios(result: dict) -> dict:
 
     return {
         "cpp_over_python_paper": r("cpp_compiled", "python_paper"),
+        "cpp_over_python_reference": r("cpp_compiled", "python_reference"),
         "cpp_over_c_loop": r("cpp_compiled", "c_loop"),
         "numba_over_cpp": r("numba_compiled", "cpp_compiled"),
         "cpp_batched_python_over_python_paper": r("cpp_batched_python", "python_paper"),
     }
+
+
+PYTHON_VARIANTS = ("python_paper", "python_reference", "cpp_batched_python")
 
 
 def _markdown(results: list[dict], machine: str) -> str:
@@ -343,19 +480,22 @@ def _markdown(results: list[dict], machine: str) -> str:
              "|---|---|---:|---:|---:|---|"]
     for res in results:
         for name, m in res["variants"].items():
-            budget = res.get("python_budget") if name in ("python_paper", "cpp_batched_python") and "python_budget" in res \
+            budget = res.get("python_budget") if name in PYTHON_VARIANTS and "python_budget" in res \
                 else res["budget"]
             text = ", ".join(f"{k}={val}" for k, val in budget.items())
             lines.append(f"| {res['planner']} {res['env']} | {name} | {m['steps_per_s']:.3g} | "
                          f"{m['decisions_per_s']:.3g} | {m['seconds_per_decision']:.3g} | {text} |")
-    lines += ["", "| planner | C++/plain Python | C++/C loop | Numba/C++ | C++ batched Python/plain Python |",
-              "|---|---:|---:|---:|---:|"]
+    lines += ["", "Ratios of model steps per second:", "",
+              "| planner | C++ / paper-style Python | C++ / Python reference | C++ / C loop | Numba / C++ "
+              "| C++ batched Python / paper-style Python |",
+              "|---|---:|---:|---:|---:|---:|"]
     for res in results:
         rt = res["ratios"]
 
         def f(x):
             return "-" if x is None else f"{x:.3g}"
-        lines.append(f"| {res['planner']} {res['env']} | {f(rt['cpp_over_python_paper'])} | {f(rt['cpp_over_c_loop'])} | "
+        lines.append(f"| {res['planner']} {res['env']} | {f(rt['cpp_over_python_paper'])} | "
+                     f"{f(rt['cpp_over_python_reference'])} | {f(rt['cpp_over_c_loop'])} | "
                      f"{f(rt['numba_over_cpp'])} | {f(rt['cpp_batched_python_over_python_paper'])} |")
     return "\n".join(lines) + "\n"
 

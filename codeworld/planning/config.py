@@ -40,6 +40,9 @@ class MctsConfig:
 class CemConfig:
     """The cross-entropy method for continuous actions (csrc/cem.h).
 
+    The plan is the best sequence sampled in any iteration (the paper's code takes the best of
+    the last iteration; on a deterministic model the best seen is never worse).
+
     Attributes:
         horizon: length of a planned action sequence (paper: 100).
         iterations: refits of the sampling distribution per plan (paper: 20).
@@ -47,7 +50,9 @@ class CemConfig:
         num_elites: best sequences the distribution is refitted to (paper: 100).
         gamma: discount of rewards along a sequence (1.0: plain sum over the horizon).
         init_std: the initial standard deviation, as a fraction of the half-width of the action
-            box (the mean starts at the box's centre). Ours, not the paper's.
+            box; the mean starts at the box's centre. The paper's code starts from
+            ``max(|low|, |high|) / 2``, which is 0.5 of the half-width for the CWMB boxes (all
+            symmetric about 0).
         replan_every: real steps executed from one plan before planning again. None is the
             paper's open loop (the whole sequence is executed, then a new plan is made); 1 is
             receding-horizon control (MPC).
@@ -60,7 +65,7 @@ class CemConfig:
     num_samples: int = 1000
     num_elites: int = 100
     gamma: float = 1.0
-    init_std: float = 1.0
+    init_std: float = 0.5
     replan_every: int | None = None
     warm_start: bool = True
 
