@@ -156,8 +156,8 @@ def test_cem_with_the_true_pendulum_dynamics_reaches_the_oracle():
     assert result.to_dict()["return_oracle"] > result.to_dict()["return_random"]
 
 
-def test_the_three_ways_to_reach_a_model_plan_alike():
-    """Compiled in the worker, Python in the worker (same wave size), and the oracle pick alike."""
+def test_compiled_and_python_paths_in_the_worker_plan_alike(kernel_backend):
+    """The same decisions whether the worker reaches the model compiled or through Python."""
     config = config_to_dict(make_config("mcts", num_simulations=12, rollout_depth=20, python_wave_size=1))
     states = [np.array([0.01, 0.0, 0.02, -0.1]), np.array([0.0, 0.3, -0.05, 0.4])]
     chosen = {}
