@@ -4,6 +4,7 @@ from codeworld._backend import backend, core_available
 from codeworld.envs import EnvSpec, encode_obs, get_spec, list_envs, make_env
 from codeworld.envs.buffers import ReplayBuffer, load_buffer
 from codeworld.envs.descriptions import describe
+from codeworld.llm import LLM, Completion, LLMConfig, Sampling, extract_code, make_llm
 from codeworld.model import ModelSourceError, ModelSourceInfo, check_model_source
 from codeworld.planning import CemConfig, Evaluation, MctsConfig, evaluate
 from codeworld.sandbox import ModelWorker, Prediction, Sandbox, SandboxLimits, SandboxResult
@@ -14,10 +15,13 @@ __version__ = "0.1.0"
 
 __all__ = [
     "CemConfig",
+    "Completion",
     "EnvSpec",
     "Evaluation",
     "GifMcts",
     "GifMctsConfig",
+    "LLM",
+    "LLMConfig",
     "MctsConfig",
     "ModelSourceError",
     "ModelSourceInfo",
@@ -27,6 +31,7 @@ __all__ = [
     "Rex",
     "RexConfig",
     "RunDir",
+    "Sampling",
     "Sandbox",
     "SandboxLimits",
     "SandboxResult",
@@ -41,10 +46,12 @@ __all__ = [
     "describe",
     "encode_obs",
     "evaluate",
+    "extract_code",
     "get_spec",
     "list_envs",
     "load_buffer",
     "make_env",
+    "make_llm",
     "score_model",
     "synthesize",
 ]
