@@ -72,8 +72,8 @@ void bind_cem(py::module_& m) {
       [](py::function step_batch, DArray start_state, DArray low, DArray high, DArray init_mean, DArray init_std,
          int64_t horizon, int64_t iterations, int64_t num_samples, int64_t num_elites, double gamma,
          uint64_t seed) {
-        PythonStepper stepper{step_batch, start_state.ndim() == 1 ? start_state.shape(0) : 0,
-                              static_cast<int64_t>(low.size())};
+        PythonStepper stepper(step_batch, start_state.ndim() == 1 ? start_state.shape(0) : 0,
+                              static_cast<int64_t>(low.size()));
         py::tuple out = run_cem(stepper, start_state, low, high, init_mean, init_std,
                                 cem_params(horizon, iterations, num_samples, num_elites, gamma, seed, true));
         stepper.rethrow();

@@ -64,7 +64,7 @@ void bind_mcts(py::module_& m) {
       [](py::function step_batch, DArray root_state, int64_t n_actions, int64_t num_simulations,
          int64_t rollout_depth, int64_t wave_size, double c_uct, double gamma, uint64_t seed) {
         const MctsParams p = mcts_params(n_actions, num_simulations, rollout_depth, wave_size, c_uct, gamma, seed);
-        PythonStepper stepper{step_batch, root_state.ndim() == 1 ? root_state.shape(0) : 0, 1};
+        PythonStepper stepper(step_batch, root_state.ndim() == 1 ? root_state.shape(0) : 0, 1);
         py::tuple out = run_mcts(stepper, root_state, p);
         stepper.rethrow();
         return out;

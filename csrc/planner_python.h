@@ -12,6 +12,7 @@
 #include <cstring>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "model_abi.h"
 
@@ -23,6 +24,9 @@ namespace py = pybind11;
 constexpr int32_t kStepPythonError = 100;
 
 struct PythonStepper {
+  PythonStepper(py::function fn_, int64_t n_state_, int64_t n_action_)
+      : fn(std::move(fn_)), n_state(n_state_), n_action(n_action_) {}
+
   py::function fn;
   int64_t n_state;
   int64_t n_action;
