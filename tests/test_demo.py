@@ -1,0 +1,42 @@
+"""`codeworld demo` end to end with a scripted LLM (the embedded model's run is the LLM layer's test)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from codeworld.cli import main
+
+MODEL = Path(__file__).parent / "models" / "cartpole_functional.py"
+
+
+def test_demo_synthesizes_scores_and_plans(tmp_path, capsys):
+    good = MODEL.read_text()
+    wrong = good.replace("0.02", "0.03")
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([f"```python\n{wrong}```", f"```python\n{good}```"]))
+    out = tmp_path / "demo"
+    code = main(["demo", "--llm", f"scripted:{script}", "--budget", "2", "--episodes", "2",
+                 "--max-steps", "15", "--out", str(out)])
+    printed = capsys.readouterr().out
+    assert code == 0, printed
+    assert "accuracy (sound)" in printed and "accuracy (paper)" in printed
+    assert "normalized return" in printed and str(out) in printed
+    result = json.loads((out / "demo.json").read_text())
+    assert result["calls"] == 2 and result["missing"] == []
+    sound = result["score_sound"]
+    assert sound["model"] == 1.0 and sound["floor"] < sound["model"] and sound["ceiling"] is not None
+    paper = result["score_paper"]  # the paper's rule: the true dynamics score as the ceiling
+    assert paper["model"] == paper["ceiling"] and paper["floor"] < paper["model"]
+    planning = result["planning"]
+    assert planning["return_model"] == planning["return_oracle"] == 15.0
+    assert planning["normalized_return"] == 1.0 or planning["note"]
+    assert (out / "best_model.py").read_text().strip() == good.strip()
+
+
+def test_demo_reports_a_synthesis_that_could_not_run(tmp_path, capsys):
+    code = main(["demo", "--llm", f"scripted:{tmp_path / 'missing.json'}", "--budget", "1",
+                 "--out", str(tmp_path / "d")])
+    printed = capsys.readouterr().out
+    assert code == 1
+    assert "not measured: synthesis stopped" in printed
