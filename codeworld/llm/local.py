@@ -194,8 +194,8 @@ class LocalServer:
             params.n_parallel = 1
             params.cpuparams.n_threads = threads
             params.cpuparams_batch.n_threads = threads
-            # Busy-polling worker threads starve each other on a small or shared CPU; measured
-            # here, sleeping threads and one HTTP thread kept generation several times faster.
+            # Waiting threads sleep instead of spinning, leaving the cores to the rest of the
+            # run (sandbox workers, the search); one HTTP thread serves the one slot.
             params.cpuparams.poll = 0
             params.cpuparams_batch.poll = 0
             params.n_threads_http = 1
