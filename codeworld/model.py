@@ -254,17 +254,58 @@ def _short_numba_error(exc: BaseException, limit: int = 600) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def _numba_helpers():
+    """Small jitted helpers of the callback, built once per process."""
+    global _HELPERS
+    if _HELPERS is None:
+        import numba
+
+        from numba import types as nt
+        from numba.extending import overload
+
+        def flat_float64(value):
+            """The model's next state as a 1-D float64 array (a view when it already is one)."""
+
+        @overload(flat_float64)
+        def _flat_float64_impl(value):
+            if isinstance(value, nt.Array) and value.ndim == 1 and value.dtype == nt.float64:
+                return lambda value: value
+            return lambda value: np.asarray(value, dtype=np.float64).flatten()
+
+        @numba.njit
+        def overlaps_differently(nxt, state):
+            """True when nxt views state's memory other than as the very same array."""
+            base = state.ctypes.data
+            size = state.size * 8
+            start = nxt.ctypes.data
+            stride = nxt.strides[0]
+            span = (nxt.size - 1) * stride
+            low = start + min(0, span)
+            high = start + max(0, span) + 8
+            if high <= base or low >= base + size:
+                return False
+            return not (start == base and stride == 8)
+
+        _HELPERS = (flat_float64, overlaps_differently)
+    return _HELPERS
+
+
+_HELPERS = None
+
+
 def compile_step(step: Callable, discrete: bool):
     """Compile `step` with Numba and wrap it in a C callback with the ABI of csrc/model_abi.h.
 
-    Compilation is eager: a function Numba cannot type raises here. The callback copies its inputs
-    (so a model that mutates them cannot corrupt the caller), converts the action (an int for
-    discrete spaces), validates the outputs and turns any exception into STEP_EXCEPTION.
+    Compilation is eager: a function Numba cannot type raises here. The callback gives the model
+    copies of its inputs (so a model that mutates them cannot corrupt the caller), converts the
+    action (an int for discrete spaces), validates the outputs and turns any exception into
+    STEP_EXCEPTION. `state` and `next_state` must not be the same buffer.
     """
     import numba
     from numba import carray, types as nt
 
     jitted = numba.njit(cache=False)(step)
+    _flat_float64, _overlaps_differently = _numba_helpers()
     sig = nt.int32(
         nt.CPointer(nt.float64), nt.int64, nt.CPointer(nt.float64), nt.int64,
         nt.CPointer(nt.float64), nt.CPointer(nt.float64), nt.CPointer(nt.uint8),
@@ -281,21 +322,28 @@ def compile_step(step: Callable, discrete: bool):
 
     @numba.cfunc(sig, error_model="python")
     def callback(state_ptr, n_state, action_ptr, n_action, out_state, out_reward, out_done):
-        state = carray(state_ptr, (n_state,)).copy()
+        # The model gets a private copy of the state, made in the output buffer to save an
+        # allocation per step; the caller's input is never written.
+        state = carray(out_state, (n_state,))
+        for i in range(n_state):
+            state[i] = state_ptr[i]
         action = convert_action(action_ptr, n_action)
         try:
             result = jitted(state, action)
-            nxt = np.asarray(result[0], dtype=np.float64).ravel()
+            nxt = _flat_float64(result[0])
             reward = float(result[1])
             done = bool(result[2])
         except Exception:
             return 4
         if nxt.size != n_state:
             return 1
+        if _overlaps_differently(nxt, state):
+            nxt = nxt.copy()  # e.g. a reversed view of the state: copy before writing over it
         for i in range(n_state):
-            if not math.isfinite(nxt[i]):
+            value = nxt[i]
+            if not math.isfinite(value):
                 return 2
-            out_state[i] = nxt[i]
+            out_state[i] = value
         if not math.isfinite(reward):
             return 3
         out_reward[0] = reward

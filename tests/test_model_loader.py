@@ -151,3 +151,22 @@ def test_a_model_mutating_its_input_does_not_corrupt_the_batch(kernel_backend):
     assert pred.ok
     np.testing.assert_array_equal(pred.next_states[:, 0], 99.0)
     np.testing.assert_array_equal(states, 0.0)
+
+
+@pytest.mark.parametrize("body", [
+    "return state[::-1], 0.0, False",            # a reversed view of the input
+    "state[0] += 1.0\n    return state, 0.0, False",  # the mutated input itself
+    "return state[1:], 0.0, False",              # an overlapping view of the wrong size
+    "out = state.reshape(2, 2)\n    return out.T, 0.0, False",  # 2-D, flattened
+])
+def test_compiled_and_python_paths_agree_when_the_model_returns_views_of_its_input(kernel_backend, body):
+    source = f"import numpy as np\ndef step(state, action):\n    {body}\n"
+    states = np.arange(12.0).reshape(3, 4)
+    with ModelWorker(source, discrete=True) as compiled, \
+            ModelWorker(source, discrete=True, compile=False) as python_path:
+        assert compiled.load().value["compiled"]
+        fast = compiled.predict(states, np.zeros(3))
+        slow = python_path.predict(states, np.zeros(3))
+    assert fast.result.status == slow.result.status
+    np.testing.assert_array_equal(fast.next_states[:fast.n_predicted], slow.next_states[:slow.n_predicted])
+    np.testing.assert_array_equal(states, np.arange(12.0).reshape(3, 4))
