@@ -149,3 +149,24 @@ def test_early_stop_leaves_budget_unused(tmp_path):
 
     result = run(tmp_path / "p", ScriptedLLM(perfect_second))
     assert result.accounting.calls == 2 and result.best_evaluation.score == 1.0
+
+
+def test_an_answer_without_code_keeps_the_program_and_its_error_for_the_next_fix(tmp_path):
+    buggy = fake_program(bug="NameError: name 'sin' is not defined")
+    texts = [buggy, "  ", fake_program(0.7)]  # the second answer has no code
+    llm = ScriptedLLM(lambda call, messages: texts[call])
+    prompts = EchoPrompts()
+    sent = []
+
+    class Recording(EchoPrompts):
+        def messages(self, request):
+            sent.append(request)
+            return prompts.messages(request)
+
+    result = synthesize(GifMcts(GifMctsConfig(allow_generate=False)), llm=llm, prompts=Recording(),
+                        evaluator=FakeEvaluator(), budget=3)
+    fix_of_no_code = sent[2]
+    assert fix_of_no_code.action == "fix" and fix_of_no_code.program == buggy
+    assert "name 'sin' is not defined" in fix_of_no_code.feedback
+    assert "no program" in fix_of_no_code.feedback
+    assert result.best_evaluation.score == 0.7

@@ -287,7 +287,10 @@ class GifMcts:
             raise ValueError(f"call {request.call} was already applied")
         evaluation = outcome.evaluation
         node.pending = False
-        node.program = outcome.program or ""
+        # An answer without code leaves the program it was asked to change (or continue) as it
+        # was, so that a fix of this node shows that program again, not an empty one.
+        node.program = outcome.program if outcome.program is not None else (
+            request.program or request.prefix)
         node.buggy = bool(evaluation.buggy)
         node.score = 0.0 if node.buggy else float(evaluation.score)
         node.feedback = evaluation.feedback

@@ -62,7 +62,9 @@ class _PoolSearch:
         buggy = bool(evaluation.buggy)
         score = 0.0 if buggy else float(evaluation.score)
         self.pool.append(PoolEntry(call=request.call, parent=request.parent, action=request.action,
-                                   program=outcome.program or "", score=score, buggy=buggy,
+                                   program=outcome.program if outcome.program is not None
+                                   else request.program,
+                                   score=score, buggy=buggy,
                                    feedback=evaluation.feedback,
                                    mispredicted=evaluation.mispredicted))
         if self._stops_on_perfect() and not buggy and score >= 1.0 - self.perfect_tolerance:

@@ -19,9 +19,10 @@ from typing import Any, Callable
 
 from codeworld.synthesis.config import SamplingConfig
 from codeworld.synthesis.run_dir import RunDir
-from codeworld.synthesis.types import LLM, Evaluation, Evaluator, Outcome, PromptBuilder, Request, Search
+from codeworld.synthesis.types import FIX, LLM, Evaluation, Evaluator, Outcome, PromptBuilder, Request, Search
 
-NO_CODE_FEEDBACK = "The answer contained no Python program to run: write the whole program."
+NO_CODE_FEEDBACK = ("The answer contained no Python program to run: answer with the whole "
+                    "corrected program in one ```python code block.")
 
 
 class RunDivergedError(RuntimeError):
@@ -168,7 +169,11 @@ def synthesize(search: Search, *, llm: LLM | None, prompts: PromptBuilder, evalu
         if evaluation is None:
             t0 = time.perf_counter()
             if program is None:
-                evaluation = Evaluation(0.0, True, NO_CODE_FEEDBACK, {"status": "no_code"})
+                # The next fix sees the program it was given again, with its error if it had one.
+                feedback = NO_CODE_FEEDBACK
+                if request.action == FIX and request.feedback:
+                    feedback = f"{request.feedback}\n\n(The last answer had no program.) {feedback}"
+                evaluation = Evaluation(0.0, True, feedback, None, {"status": "no_code"})
             else:
                 evaluation = evaluator.evaluate(program)
             with lock:
