@@ -11,28 +11,7 @@ from codeworld import ModelWorker
 MODELS = Path(__file__).parent / "models"
 CARTPOLE = (MODELS / "cartpole_functional.py").read_text()
 
-# Rollouts run inside the worker (the model is candidate code); this op compares the kernel with the
-# slow reference there and returns both.
-PENDULUM = '''
-import numpy as np
-
-MAX_SPEED = 8.0
-MAX_TORQUE = 2.0
-DT = 0.05
-G = 10.0
-
-
-def step(state, action):
-    cos_t, sin_t, theta_dot = state[0], state[1], state[2]
-    theta = np.arctan2(sin_t, cos_t)
-    u = min(max(action[0], -MAX_TORQUE), MAX_TORQUE)
-    angle = ((theta + np.pi) % (2 * np.pi)) - np.pi
-    cost = angle ** 2 + 0.1 * theta_dot ** 2 + 0.001 * u ** 2
-    new_theta_dot = theta_dot + (3 * G / 2 * np.sin(theta) + 3.0 * u) * DT
-    new_theta_dot = min(max(new_theta_dot, -MAX_SPEED), MAX_SPEED)
-    new_theta = theta + new_theta_dot * DT
-    return np.array([np.cos(new_theta), np.sin(new_theta), new_theta_dot]), -cost, False
-'''
+PENDULUM = (MODELS / "pendulum_functional.py").read_text()
 
 
 def _rollouts(source: str, discrete: bool, starts, actions, gamma):
