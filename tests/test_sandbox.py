@@ -242,7 +242,7 @@ def test_two_hundred_candidates_do_not_leak_descriptors_or_processes():
     statuses = []
     for index in range(200):
         body = failures[index % 4] if index % 5 == 0 else f"return state + {index}.0, 0.0, False"
-        result, *_ = _run(_model(body), timeout_s=0.5 if "while" in body else TIMEOUT_S)
+        result, *_ = _run(_model(body), timeout_s=0.3 if "while" in body else TIMEOUT_S)
         statuses.append(result.status)
     assert statuses.count("ok") == 160
     assert {"timeout", "crashed", "exception", "invalid_output"} <= set(statuses)
