@@ -170,3 +170,14 @@ def test_an_answer_without_code_keeps_the_program_and_its_error_for_the_next_fix
     assert "name 'sin' is not defined" in fix_of_no_code.feedback
     assert "no program" in fix_of_no_code.feedback
     assert result.best_evaluation.score == 0.7
+
+
+def test_time_limit_stops_new_calls_but_replays_saved_ones(tmp_path):
+    run(tmp_path / "a", ScriptedLLM(script), budget=4)
+    llm = ScriptedLLM(script)
+    result = synthesize(GifMcts(seed=3), llm=llm, prompts=EchoPrompts(), evaluator=FakeEvaluator(),
+                        budget=BUDGET, run_dir=RunDir(tmp_path / "a"), seed=3, time_limit_s=0.0)
+    assert llm.calls == [] and result.accounting.replayed_calls == 4
+    assert result.accounting.stopped_by_time_limit
+    accounting = json.loads((tmp_path / "a" / "accounting.json").read_text())
+    assert accounting["stopped_by_time_limit"] is True and accounting["calls"] == 4

@@ -17,7 +17,14 @@ import traceback
 from pathlib import Path
 
 DEFAULT_ENV = "CartPole-v1"
-DEFAULT_BUDGET = 8
+DEFAULT_BUDGET = 12
+# Sampling for the embedded 1.5B model: temperature 0.7 as in Qwen2.5's own generation defaults, and
+# a cap on the answer (a CartPole program takes ~600 tokens) so that a rambling answer cannot eat
+# minutes of the demo's time.
+DEMO_SAMPLING = {"temperature": 0.7, "max_tokens": 1024}
+# The search starts no new call after this many minutes, so that model setup, search, scoring and
+# planning fit in 20 minutes on 2 busy cores.
+DEFAULT_SEARCH_MINUTES = 13.0
 DEFAULT_EPISODES = 10
 DEFAULT_MAX_STEPS = 200
 
@@ -32,6 +39,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--budget", type=int, default=DEFAULT_BUDGET,
                         help=f"LLM calls for the search (default {DEFAULT_BUDGET})")
     parser.add_argument("--seed", type=int, default=0, help="seed of the search and the episodes")
+    parser.add_argument("--time-limit", type=float, default=DEFAULT_SEARCH_MINUTES, metavar="MIN",
+                        help="start no new LLM call after this many minutes from the start "
+                             f"(default {DEFAULT_SEARCH_MINUTES:g})")
     parser.add_argument("--episodes", type=int, default=DEFAULT_EPISODES,
                         help=f"planning episodes per policy (default {DEFAULT_EPISODES}; paper: 10)")
     parser.add_argument("--max-steps", type=int, default=DEFAULT_MAX_STEPS,
@@ -72,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"codeworld demo: GIF-MCTS with the {args.llm} LLM on {env_id}, budget {args.budget} "
           f"calls\n  run directory: {out}", flush=True)
 
-    result = synthesize_step(args, env_id, out, table)
+    result = synthesize_step(args, env_id, out, table, started)
     if result is not None and result.best_program is not None:
         score_step(env_id, result, table)
         plan_step(args, env_id, result, table)
@@ -88,18 +98,18 @@ def run(args: argparse.Namespace) -> int:
     return 0 if not table.missing else 1
 
 
-def synthesize_step(args, env_id: str, out: Path, table: _Table):
+def synthesize_step(args, env_id: str, out: Path, table: _Table, started: float):
     """GIF-MCTS into ``out`` (resumed when it already holds a run)."""
     from codeworld.envs import get_spec
     from codeworld.llm import LLMError, make_llm
-    from codeworld.synthesis import GifMcts, GifMctsConfig, RunDir, synthesize
+    from codeworld.synthesis import GifMcts, GifMctsConfig, RunDir, SamplingConfig, synthesize
     from codeworld.commands.synthesize import progress_printer
     from codeworld.synthesis.cwmb import make_cwmb_world
     from codeworld.synthesis.registry import config_to_json
 
     spec = get_spec(env_id)
     run_dir = RunDir(out)
-    config = GifMctsConfig()
+    config = GifMctsConfig(sampling=SamplingConfig(**DEMO_SAMPLING))
     if not run_dir.exists():
         run_dir.init({"method": "gif-mcts", "env_id": spec.env_id, "llm": args.llm,
                       "budget": args.budget, "seed": args.seed, "mode": "sound", "buffer": None,
@@ -116,17 +126,23 @@ def synthesize_step(args, env_id: str, out: Path, table: _Table):
             result = synthesize(GifMcts(config, seed=args.seed), llm=llm, prompts=prompts,
                                 evaluator=evaluator, budget=args.budget, run_dir=run_dir,
                                 seed=args.seed, sampling=config.sampling,
-                                progress=progress_printer(args.budget))
+                                progress=progress_printer(args.budget),
+                                time_limit_s=max(0.0, 60 * args.time_limit
+                                                 - (time.perf_counter() - started)))
     except (LLMError, OSError) as exc:
         run_dir.update_meta(status="interrupted")
         table.missing.append(f"synthesis stopped: {exc}")
         return None
-    run_dir.update_meta(status="finished")
     acc = result.accounting
-    table.add("LLM calls", f"{acc.calls} ({acc.cached_calls} from cache, {acc.replayed_calls} saved)")
+    run_dir.update_meta(status="stopped at the time limit" if acc.stopped_by_time_limit
+                        else "finished")
+    limit = (f", stopped at the {args.time_limit:g}-minute limit" if acc.stopped_by_time_limit
+             else "")
+    table.add("LLM calls", f"{acc.calls} of {args.budget} ({acc.cached_calls} from cache, "
+                           f"{acc.replayed_calls} saved{limit})")
     table.add("tokens", f"{acc.tokens:,} (prompt {acc.prompt_tokens:,}, completion "
                         f"{acc.completion_tokens:,})")
-    table.data.update(calls=acc.calls, tokens=acc.tokens, prompt_tokens=acc.prompt_tokens,
+    table.data.update(calls=acc.calls, stopped_by_time_limit=acc.stopped_by_time_limit, tokens=acc.tokens, prompt_tokens=acc.prompt_tokens,
                       completion_tokens=acc.completion_tokens, llm_seconds=acc.llm_seconds)
     if result.best_program is None:
         table.missing.append("no program was written")

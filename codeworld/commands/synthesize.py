@@ -46,6 +46,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--buffer", default=None, help="replay buffer (default: the committed one)")
     parser.add_argument("--timeout", type=float, default=60.0, metavar="S",
                         help="seconds one program may take over the whole buffer (default 60)")
+    parser.add_argument("--time-limit", type=float, default=None, metavar="MIN",
+                        help="start no new LLM call after this many minutes (resume later to go on)")
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
     add_llm_arguments(parser)
     parser.set_defaults(func=run)
@@ -162,7 +164,8 @@ def run(args: argparse.Namespace) -> int:
             result = synthesize(method.make(config, seed=meta["seed"]), llm=llm, prompts=prompts,
                                 evaluator=evaluator, budget=budget, run_dir=run_dir,
                                 seed=meta["seed"], sampling=config.sampling,
-                                progress=None if args.quiet else progress_printer(budget))
+                                progress=None if args.quiet else progress_printer(budget),
+                                time_limit_s=None if args.time_limit is None else 60 * args.time_limit)
     except RunDivergedError as exc:
         print(f"codeworld synthesize: {exc}", file=sys.stderr)
         return 1
@@ -176,8 +179,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"\ninterrupted; resume with: codeworld synthesize --resume --out {run_dir.path}",
               file=sys.stderr)
         return 130
-    run_dir.update_meta(status="finished")
+    stopped = result.accounting.stopped_by_time_limit
+    run_dir.update_meta(status="stopped at the time limit" if stopped else "finished")
     print(summary_text(result))
+    if stopped:
+        print(f"  stopped at the time limit; continue with: codeworld synthesize --resume "
+              f"--out {run_dir.path}")
     return 0
 
 

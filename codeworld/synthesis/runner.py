@@ -43,6 +43,7 @@ class Accounting:
         llm_seconds: LLM latency over all the run's calls.
         eval_seconds: time spent scoring programs in this session.
         wall_seconds: wall time of this session.
+        stopped_by_time_limit: the session ended at its time limit with budget left.
     """
 
     calls: int = 0
@@ -54,6 +55,7 @@ class Accounting:
     llm_seconds: float = 0.0
     eval_seconds: float = 0.0
     wall_seconds: float = 0.0
+    stopped_by_time_limit: bool = False
 
     @property
     def tokens(self) -> int:
@@ -101,7 +103,8 @@ def _completion_record(completion: Any) -> dict:
 def synthesize(search: Search, *, llm: LLM | None, prompts: PromptBuilder, evaluator: Evaluator,
                budget: int, run_dir: RunDir | None = None, seed: int = 0,
                sampling: SamplingConfig | None = None,
-               progress: Callable[[dict], None] | None = None) -> SynthesisResult:
+               progress: Callable[[dict], None] | None = None,
+               time_limit_s: float | None = None) -> SynthesisResult:
     """Run a search for at most ``budget`` LLM calls (saved calls in ``run_dir`` are replayed).
 
     Args:
@@ -114,6 +117,8 @@ def synthesize(search: Search, *, llm: LLM | None, prompts: PromptBuilder, evalu
         seed: the run's seed; call ``i`` samples with ``seed`` and ``sample = i``.
         sampling: temperature and completion length.
         progress: called after each call with a small dict (call, action, score, best, tokens).
+        time_limit_s: start no new wave of calls after this many seconds of this session (the
+            calls under way finish); None has no limit. Saved calls replay regardless.
 
     Returns:
         The best program, its evaluation, the accounting and the final search.
@@ -184,12 +189,18 @@ def synthesize(search: Search, *, llm: LLM | None, prompts: PromptBuilder, evalu
 
     def save() -> None:
         accounting.wall_seconds = time.perf_counter() - started
+        accounting.stopped_by_time_limit = stopped_by_time
         if run_dir is not None:
             run_dir.save_state(search.to_json(), accounting.to_json(), search.best())
 
     pool = None
+    stopped_by_time = False
     try:
         while search.calls < budget and not search.finished:
+            if (time_limit_s is not None and search.calls not in recorded
+                    and time.perf_counter() - started > time_limit_s):
+                stopped_by_time = True
+                break
             requests = search.propose(budget - search.calls)
             if not requests:
                 break
