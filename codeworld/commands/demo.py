@@ -142,7 +142,8 @@ def synthesize_step(args, env_id: str, out: Path, table: _Table, started: float)
                            f"{acc.replayed_calls} saved{limit})")
     table.add("tokens", f"{acc.tokens:,} (prompt {acc.prompt_tokens:,}, completion "
                         f"{acc.completion_tokens:,})")
-    table.data.update(calls=acc.calls, stopped_by_time_limit=acc.stopped_by_time_limit, tokens=acc.tokens, prompt_tokens=acc.prompt_tokens,
+    table.data.update(calls=acc.calls, stopped_by_time_limit=acc.stopped_by_time_limit,
+                      tokens=acc.tokens, prompt_tokens=acc.prompt_tokens,
                       completion_tokens=acc.completion_tokens, llm_seconds=acc.llm_seconds)
     if result.best_program is None:
         table.missing.append("no program was written")
