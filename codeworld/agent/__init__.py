@@ -1,0 +1,28 @@
+"""The WorldCoder agent: learning a code world model online, with optimism under uncertainty.
+
+WorldCoder (Tang, Key, Ellis, NeurIPS 2024, arXiv 2402.12275) acts in an environment, keeps every
+transition, rewrites its world model with REx whenever data contradicts it, and prefers models
+under which a planner reaches the mission's reward from the start state. Here it runs on MiniGrid
+levels and on codeworld's own Sokoban, both with object-level states.
+"""
+
+from codeworld.agent.envs import FAMILIES, ObjectEnv, list_levels, make_object_env, register_family
+from codeworld.agent.minigrid_env import MiniGridEnv
+from codeworld.agent.model import AgentModelError, check_agent_source, normalize_state, state_key
+from codeworld.agent.sokoban import GeneratorConfig, SokobanEnv, generate_level
+
+__all__ = [
+    "FAMILIES",
+    "AgentModelError",
+    "GeneratorConfig",
+    "MiniGridEnv",
+    "ObjectEnv",
+    "SokobanEnv",
+    "check_agent_source",
+    "generate_level",
+    "list_levels",
+    "make_object_env",
+    "normalize_state",
+    "register_family",
+    "state_key",
+]

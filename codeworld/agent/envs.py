@@ -1,0 +1,60 @@
+"""The registry of the agent's object-level environments: ``sokoban:LEVEL`` and ``minigrid:LEVEL``.
+
+An object-level environment has ``reset(seed) -> (state, mission)``, ``step(action) -> (state,
+reward, terminated, truncated)``, ``n_actions``, ``action_names``, ``description``, ``name``,
+``family`` and ``max_steps``. States are JSON-ready dicts; the reward is 1.0 on success.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Protocol
+
+from codeworld.agent.minigrid_env import LEVEL_IDS, MiniGridEnv
+from codeworld.agent.sokoban import LEVELS, make_sokoban
+
+
+class ObjectEnv(Protocol):
+    """What the agent needs from an environment."""
+
+    n_actions: int
+    action_names: tuple[str, ...]
+    description: str
+    name: str
+    family: str
+    max_steps: int
+
+    def reset(self, seed: int | None = None) -> tuple[dict, str]: ...
+
+    def step(self, action: int) -> tuple[dict, float, bool, bool]: ...
+
+    def close(self) -> None: ...
+
+
+FAMILIES: dict[str, Callable[..., Any]] = {
+    "sokoban": make_sokoban,
+    "minigrid": MiniGridEnv,
+}
+
+
+def register_family(name: str, factory: Callable[..., Any]) -> None:
+    """Add an environment family: ``factory(level, max_steps=...)`` builds one level."""
+    FAMILIES[name] = factory
+
+
+def list_levels() -> list[str]:
+    """The bundled level names, ``family:level``."""
+    return [f"sokoban:{name}" for name in LEVELS] + [f"minigrid:{name}" for name in LEVEL_IDS]
+
+
+def make_object_env(name: str, max_steps: int | None = None) -> ObjectEnv:
+    """Build ``family:level`` (``sokoban:corridor``, ``sokoban:gen:3``, ``minigrid:doorkey``).
+
+    Raises:
+        KeyError: an unknown family or level.
+    """
+    family, _, level = name.partition(":")
+    if family not in FAMILIES or not level:
+        raise KeyError(f"unknown agent env {name!r}: use FAMILY:LEVEL with FAMILY in "
+                       f"{sorted(FAMILIES)}; bundled: {', '.join(list_levels())}")
+    kwargs = {} if max_steps is None else {"max_steps": max_steps}
+    return FAMILIES[family](level, **kwargs)
