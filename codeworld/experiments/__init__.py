@@ -1,0 +1,43 @@
+"""Experiments at scale: grids of synthesis-plus-evaluation jobs, their executors and results store.
+
+A `Job` is one (environment, method, seed, LLM, budget) run; `run_grid` runs the jobs that have
+no finished record in a `ResultsStore` on an `Executor` (a local process pool, or Ray) and writes
+one JSON record per job atomically. `run_cwmb_job` is the job function of the CWMB benchmark:
+synthesis, then scoring in both modes and planning.
+"""
+
+from codeworld.experiments.cwmb_job import CWMB_JOB_DEFAULTS, run_cwmb_job
+from codeworld.experiments.executor import (
+    EXECUTORS,
+    Executor,
+    GridSummary,
+    LocalExecutor,
+    RayExecutor,
+    execute_job,
+    failure_record,
+    make_executor,
+    run_grid,
+)
+from codeworld.experiments.jobs import ABLATIONS, Job, grid, split_method
+from codeworld.experiments.store import FAILED, FINISHED, ResultsStore
+
+__all__ = [
+    "ABLATIONS",
+    "CWMB_JOB_DEFAULTS",
+    "EXECUTORS",
+    "FAILED",
+    "FINISHED",
+    "Executor",
+    "GridSummary",
+    "Job",
+    "LocalExecutor",
+    "RayExecutor",
+    "ResultsStore",
+    "execute_job",
+    "failure_record",
+    "grid",
+    "make_executor",
+    "run_cwmb_job",
+    "run_grid",
+    "split_method",
+]

@@ -1,0 +1,156 @@
+"""The CWMB job: synthesize a world model for one environment, then score it and plan with it.
+
+`run_cwmb_job(job, workdir)` is the job function the CWMB benchmark hands to an executor. It
+
+1. runs the job's synthesis method (with its ablation variant, config overrides and sampling)
+   for ``job.budget`` LLM calls into a resumable run directory ``<workdir>/runs/<job key>``;
+2. scores the best program in both modes on the environment's committed buffer, and in the
+   paper's mode on the paper's own buffer where it exists (with floor and ceiling each time);
+3. plans with it on the real environment (random, oracle and model policies) for the
+   normalized return, unless ``plan`` is off.
+
+It returns a JSON-ready dict: the scores, the returns, the search's best score after each call
+(for the score-against-calls plots), the accounting, and where the run directory is.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from codeworld.experiments.jobs import Job, split_method
+
+# What a job does when its options do not say (planning follows the paper: 10 episodes).
+CWMB_JOB_DEFAULTS: dict[str, Any] = {
+    "mode": "sound",          # scoring mode used as the search signal
+    "buffer": None,           # replay buffer of the search (None: the committed one)
+    "timeout_s": 60.0,        # seconds one program may take over the buffer
+    "overrides": {},          # config fields, e.g. {"ucb_c": 0.2}
+    "sampling": {},           # sampling fields, e.g. {"temperature": 0.7, "max_tokens": 1024}
+    "plan": True,             # plan with the best program for the normalized return
+    "episodes": 10,           # planning episodes per policy
+    "max_steps": None,        # cap on steps per planning episode (None: the env's limit)
+    "decision_timeout_s": 120.0,
+}
+
+
+def job_options(job: Job) -> dict[str, Any]:
+    """The job's options over `CWMB_JOB_DEFAULTS`; unknown names raise ``KeyError``."""
+    unknown = set(job.options) - set(CWMB_JOB_DEFAULTS)
+    if unknown:
+        raise KeyError(f"unknown CWMB job option(s) {sorted(unknown)} "
+                       f"(known: {', '.join(CWMB_JOB_DEFAULTS)})")
+    return {**CWMB_JOB_DEFAULTS, **job.options}
+
+
+def job_config(job: Job, options: dict[str, Any]):
+    """(method, config) of a job: the registry's method, its ablation variant and overrides."""
+    from codeworld.synthesis import get_method
+    from codeworld.synthesis.registry import config_with_overrides
+
+    base, variant = split_method(job.method)
+    method = get_method(base)
+    overrides: dict[str, Any] = {**variant, **options["overrides"]}
+    overrides.update({f"sampling.{k}": v for k, v in options["sampling"].items()})
+    return method, config_with_overrides(method.config_class(), overrides)
+
+
+def _report_summary(report) -> dict:
+    return {
+        "score": float(report.score),
+        "strict": float(report.strict),
+        "status": report.status,
+        "message": report.message,
+        "components": report.components,
+        "skill": report.skill,
+        "floor": None if report.floor is None else float(report.floor.score),
+        "ceiling": None if report.ceiling is None else float(report.ceiling.score),
+        "n_transitions": int(report.n_transitions),
+        "buffer": report.buffer,
+    }
+
+
+def score_program(env_id: str, program: str, buffer: Any = None, timeout_s: float = 60.0) -> dict:
+    """Scores of a program in both modes on `buffer`, and in paper mode on the paper's buffer."""
+    from codeworld.envs.buffers import paper_buffer_path
+    from codeworld.scoring import Scorer
+
+    scores = {}
+    for mode in ("sound", "paper"):
+        scores[mode] = _report_summary(
+            Scorer(env_id, buffer, mode=mode).score_source(program, timeout_s=timeout_s))
+    paper_buffer = paper_buffer_path(env_id)
+    scores["paper_on_paper_buffer"] = None
+    if paper_buffer.is_file():
+        scores["paper_on_paper_buffer"] = _report_summary(
+            Scorer(env_id, paper_buffer, mode="paper").score_source(program, timeout_s=timeout_s))
+    return scores
+
+
+def run_cwmb_job(job: Job, workdir: str) -> dict:
+    """Synthesis, scoring and planning for one CWMB job (see the module docstring)."""
+    import datetime as _dt
+
+    from codeworld import __version__
+    from codeworld.envs import get_spec
+    from codeworld.llm import make_llm
+    from codeworld.synthesis import RunDir, synthesize
+    from codeworld.synthesis.cwmb import make_cwmb_world
+    from codeworld.synthesis.registry import config_to_json
+
+    started = time.perf_counter()
+    options = job_options(job)
+    spec = get_spec(job.env_id)
+    method, config = job_config(job, options)
+    run_dir = RunDir(Path(workdir) / "runs" / job.key)
+    if run_dir.exists():
+        run_dir.update_meta(status="running", budget=job.budget)
+    else:
+        run_dir.init({"method": method.name, "variant": job.method, "env_id": spec.env_id,
+                      "llm": job.llm, "budget": job.budget, "seed": job.seed,
+                      "mode": options["mode"], "buffer": options["buffer"],
+                      "timeout_s": options["timeout_s"], "config": config_to_json(config),
+                      "status": "running", "job": job.to_json(),
+                      "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+                      "codeworld_version": __version__})
+    prompts, evaluator = make_cwmb_world(spec.env_id, buffer=options["buffer"], mode=options["mode"],
+                                         timeout_s=options["timeout_s"])
+    with make_llm(job.llm, run_dir=str(run_dir.path)) as llm:
+        result = synthesize(method.make(config, seed=job.seed), llm=llm, prompts=prompts,
+                            evaluator=evaluator, budget=job.budget, run_dir=run_dir,
+                            seed=job.seed, sampling=config.sampling)
+    run_dir.update_meta(status="finished")
+    synthesis_seconds = time.perf_counter() - started
+    acc = result.accounting
+    out: dict[str, Any] = {
+        "env_id": spec.env_id,
+        "group": spec.action_kind,
+        "method": job.method,
+        "run_dir": str(run_dir.path),
+        "calls": acc.calls,
+        "history": [{"call": e["call"] + 1, "action": e["action"], "score": e["score"],
+                     "buggy": e["buggy"], "best": e["best"]} for e in result.history],
+        "accounting": acc.to_json(),
+        "best_call": None if result.best_call is None else result.best_call + 1,
+        "best_search_score": None,
+        "scores": None,
+        "planning": None,
+        "synthesis_seconds": synthesis_seconds,
+    }
+    program = result.best_program
+    if program is None:
+        out["note"] = "the search wrote no program: accuracy 0, no planning"
+        return out
+    out["best_search_score"] = (0.0 if result.best_evaluation.buggy
+                                else float(result.best_evaluation.score))
+    out["scores"] = score_program(spec.env_id, program, options["buffer"], options["timeout_s"])
+    if options["plan"]:
+        from codeworld.planning import evaluate
+
+        t0 = time.perf_counter()
+        evaluation = evaluate(spec.env_id, program, episodes=int(options["episodes"]),
+                              seed=job.seed, max_steps=options["max_steps"],
+                              decision_timeout_s=float(options["decision_timeout_s"]))
+        out["planning"] = {**evaluation.to_dict(), "seconds": time.perf_counter() - t0}
+    return out
