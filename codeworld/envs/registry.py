@@ -1,4 +1,4 @@
-"""The registry of the 18 CWMB environments (Dainese et al., NeurIPS 2024) on Gymnasium 1.4.
+"""The registry of the 18 CWMB environments (Dainese et al., NeurIPS 2024) on Gymnasium 1.4, and RTFM.
 
 Each environment has one frozen `EnvSpec`: its ids (codeworld's and the paper's), how its actions
 and observations look, how observations are flattened into the float64 state a world model sees,
@@ -25,6 +25,10 @@ a state rebuilt from them reproduces the next observation only to a few float32 
 little by the dynamics, most by Acrobot's RK4 integration); MuJoCo observations are float64;
 toy-text values are integers and compare exactly.
 
+RTFM (``RTFM-v0``) is codeworld's own game (`codeworld.envs.rtfm`), registered with Gymnasium
+when its module is imported, which `get_spec` does on first use. It is not one of the paper's 18:
+`list_envs` leaves it out unless asked.
+
 Version notes: Gymnasium 1.4 renamed ``Taxi-v3`` to ``Taxi-v4`` and ``CliffWalking-v0`` to
 ``CliffWalking-v1`` (the paper's ids are accepted as aliases). ``Pusher-v4`` refuses to load on
 MuJoCo >= 3 (Gymnasium issue 950), so codeworld's ``Pusher-v4`` is made from Gymnasium's
@@ -34,7 +38,9 @@ MuJoCo >= 3 (Gymnasium issue 950), so codeworld's ``Pusher-v4`` is made from Gym
 from __future__ import annotations
 
 import difflib
+import importlib
 import math
+import sys
 import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -87,6 +93,8 @@ class EnvSpec:
         state_setter: how to set the unwrapped simulator from an encoded observation, or None when
             the observation does not determine the simulator state (Blackjack).
         gym_kwargs: keyword arguments always passed to ``gymnasium.make``.
+        module: the module that registers the environment with Gymnasium, imported on first use
+            (None for Gymnasium's own environments).
     """
 
     env_id: str
@@ -109,6 +117,7 @@ class EnvSpec:
     stochastic: bool = False
     state_setter: StateSetter | None = field(default=None, repr=False, compare=False)
     gym_kwargs: tuple[tuple[str, Any], ...] = ()
+    module: str | None = None
 
     @property
     def discrete(self) -> bool:
@@ -224,6 +233,10 @@ def _set_pusher(env, obs: np.ndarray) -> None:
     env.set_state(qpos, qvel)
 
 
+def _set_rtfm(env, obs: np.ndarray) -> None:
+    env.load_observation(obs)
+
+
 # ---------------------------------------------------------------------------------------------
 # The registry
 # ---------------------------------------------------------------------------------------------
@@ -235,12 +248,12 @@ _FLOAT64_SIM = dict(state_atol=1e-6, state_rtol=1e-6, reward_atol=1e-6, reward_r
 
 
 def _discrete(env_id, paper_id, family, n_actions, obs_dim, tol, setter, max_steps,
-              paper_exact=False, stochastic=False, gym_kwargs=()) -> EnvSpec:
+              paper_exact=False, stochastic=False, gym_kwargs=(), module=None) -> EnvSpec:
     return EnvSpec(
         env_id=env_id, paper_id=paper_id, gym_id=env_id, family=family, action_kind=DISCRETE,
         n_actions=n_actions, action_low=(), action_high=(), obs_dim=obs_dim, action_dim=1,
         planner=MCTS, paper_exact=paper_exact, max_episode_steps=max_steps, stochastic=stochastic,
-        state_setter=setter, gym_kwargs=tuple(gym_kwargs), **tol,
+        state_setter=setter, gym_kwargs=tuple(gym_kwargs), module=module, **tol,
     )
 
 
@@ -290,15 +303,19 @@ _SPECS: tuple[EnvSpec, ...] = (
                 _mujoco_setter(2), 1000),
     _continuous("HumanoidStandup-v4", MUJOCO, [-0.4] * 17, [0.4] * 17, 376, _FLOAT64_SIM,
                 _mujoco_setter(2), 1000),
+    # codeworld's RTFM: a grid game whose whole state is one integer, like Taxi's.
+    _discrete("RTFM-v0", "RTFM", TOY_TEXT, 5, 16, _EXACT, _set_rtfm, 100, paper_exact=True,
+              module="codeworld.envs.rtfm"),
 )
+EXTRA_ENVS = ("RTFM-v0",)
 
 REGISTRY: dict[str, EnvSpec] = {spec.env_id: spec for spec in _SPECS}
 ALIASES: dict[str, str] = {spec.paper_id: spec.env_id for spec in _SPECS if spec.paper_id != spec.env_id}
 
 
-def list_envs() -> list[str]:
-    """The 18 CWMB environment ids, in the paper's order (discrete actions first)."""
-    return list(REGISTRY)
+def list_envs(include_rtfm: bool = False) -> list[str]:
+    """The 18 CWMB environment ids, in the paper's order (discrete actions first); RTFM last if asked."""
+    return [e for e in REGISTRY if include_rtfm or e not in EXTRA_ENVS]
 
 
 def resolve_env_id(env_id: str) -> str:
@@ -324,7 +341,10 @@ def get_spec(env_id: str) -> EnvSpec:
     Raises:
         UnknownEnvError: (a KeyError) naming close matches, for an id that is not registered.
     """
-    return REGISTRY[resolve_env_id(env_id)]
+    spec = REGISTRY[resolve_env_id(env_id)]
+    if spec.module is not None and spec.module not in sys.modules:
+        importlib.import_module(spec.module)
+    return spec
 
 
 def make_env(env_id: str, **kwargs: Any):
