@@ -82,7 +82,7 @@ def _sorted_containers(value: Any) -> Any:
     if isinstance(value, list):
         items = [_sorted_containers(v) for v in value]
         if items and all(isinstance(v, (dict, list)) for v in items):
-            items.sort(key=lambda v: json.dumps(v, sort_keys=True))
+            items.sort(key=repr)  # dicts were rebuilt with sorted keys: repr is canonical
         return items
     return value
 

@@ -1,0 +1,187 @@
+"""How the agent judges a model program: data consistency and optimism, checked in the sandbox.
+
+`AgentEvaluator` satisfies `codeworld.synthesis.types.Evaluator`, so REx drives it like any other
+scorer. One sandbox request checks the program on every recorded transition and plans over it
+from each start state; the program never runs in this process.
+
+The score REx sees is the fraction of transitions explained, averaged with the fraction of start
+states from which the planner reaches reward when the optimism objective is on. A program is
+*accepted* when that score is 1: it explains all data and (under optimism) makes the mission
+look achievable.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from codeworld.agent.model import AgentModelError, check_agent_source, state_diff
+from codeworld.agent.prompting import compact
+from codeworld.sandbox import Sandbox
+from codeworld.synthesis.types import Evaluation
+
+EVALUATE_OP = "codeworld.agent.ops:op_evaluate"
+PLAN_OP = "codeworld.agent.ops:op_plan"
+
+
+@dataclass
+class ModelCheck:
+    """The result of checking one program.
+
+    Attributes:
+        status: ``ok``; or how the sandbox request failed (``timeout``, ``exception``, ...),
+            or ``invalid`` for a program rejected before running.
+        message: what went wrong, for a failure.
+        n: recorded transitions checked.
+        correct: transitions the program explains exactly.
+        reached: per start state, whether the planner reached reward under the program.
+        error: the first exception the program raised on a transition (a cleaned record).
+        mismatches: the first mispredicted transitions (index into the data and predictions).
+        plans: per start state, the planner's answer.
+    """
+
+    status: str
+    message: str = ""
+    n: int = 0
+    correct: int = 0
+    reached: list[bool] = field(default_factory=list)
+    error: dict | None = None
+    mismatches: list[dict] = field(default_factory=list)
+    plans: list[dict] = field(default_factory=list)
+
+    @property
+    def failed(self) -> bool:
+        """The program could not be checked, or raised on a recorded transition."""
+        return self.status != "ok" or self.error is not None
+
+    @property
+    def consistency(self) -> float:
+        return 1.0 if self.n == 0 else self.correct / self.n
+
+    @property
+    def optimism(self) -> float:
+        return 1.0 if not self.reached else sum(self.reached) / len(self.reached)
+
+    def score(self, optimism: bool) -> float:
+        if self.failed:
+            return 0.0
+        return (self.consistency + self.optimism) / 2 if optimism else self.consistency
+
+    def accepted(self, optimism: bool) -> bool:
+        return not self.failed and self.score(optimism) >= 1.0 - 1e-9
+
+    def to_json(self) -> dict:
+        return {"status": self.status, "message": self.message, "n": self.n,
+                "correct": self.correct, "reached": self.reached, "error": self.error,
+                "plans": [{k: p.get(k) for k in ("found", "actions", "expanded", "limit_hit")}
+                          for p in self.plans]}
+
+
+class AgentEvaluator:
+    """Checks programs against the agent's data and start states, in one sandbox.
+
+    Args:
+        sandbox: the agent's sandbox (one worker, restarted after a timeout).
+        data: recorded transitions ``{state, action, next_state, reward, done, mission}``.
+        starts: ``{state, mission}`` from which the planner must reach reward (optimism).
+        n_actions: the number of actions.
+        action_names: names of the actions, for feedback text.
+        optimism: whether the optimism objective counts.
+        max_nodes, max_depth: the planner's limits.
+        timeout_s: wall-clock limit of one check.
+    """
+
+    def __init__(self, sandbox: Sandbox, data: list[dict], starts: list[dict], n_actions: int,
+                 action_names: tuple[str, ...], *, optimism: bool, max_nodes: int, max_depth: int,
+                 timeout_s: float):
+        self.sandbox = sandbox
+        self.data = data
+        self.starts = starts
+        self.n_actions = n_actions
+        self.action_names = action_names
+        self.optimism = optimism
+        self.max_nodes = max_nodes
+        self.max_depth = max_depth
+        self.timeout_s = timeout_s
+        self.checks: list[ModelCheck] = []
+
+    def check(self, source: str) -> ModelCheck:
+        """Check one program (in the sandbox)."""
+        try:
+            check_agent_source(source)
+        except AgentModelError as exc:
+            result = ModelCheck("invalid", str(exc))
+            self.checks.append(result)
+            return result
+        starts = self.starts if self.optimism else []
+        reply = self.sandbox.call(EVALUATE_OP, timeout_s=self.timeout_s, source=source,
+                                  transitions=self.data, starts=starts, n_actions=self.n_actions,
+                                  max_nodes=self.max_nodes, max_depth=self.max_depth)
+        if not reply.ok:
+            message = reply.message or reply.status
+            if reply.status == "timeout":
+                message = (f"checking the program on {len(self.data)} transitions and planning over "
+                           f"it took longer than {self.timeout_s:g} s: transition or reward may loop "
+                           f"forever or be far too slow")
+            result = ModelCheck(reply.status, message, n=len(self.data))
+        else:
+            v = reply.value
+            plans = v["plans"]
+            result = ModelCheck("ok", "", n=v["n"], correct=v["correct"],
+                                reached=[bool(p["found"]) for p in plans], error=v["error"],
+                                mismatches=v["mismatches"], plans=plans)
+        self.checks.append(result)
+        return result
+
+    def evaluate(self, program: str) -> Evaluation:
+        """The `Evaluation` REx needs: score, whether buggy, and feedback for the next prompt."""
+        result = self.check(program)
+        score = result.score(self.optimism)
+        return Evaluation(score, result.failed, self.feedback(result), None,
+                          {"check": result.to_json(), "score": score,
+                           "accepted": result.accepted(self.optimism)})
+
+    # ------------------------------------------------------------------ feedback text
+
+    def _action(self, action: int) -> str:
+        name = self.action_names[action] if 0 <= action < len(self.action_names) else "?"
+        return f"{action} ({name})"
+
+    def feedback(self, result: ModelCheck) -> str:
+        """What is wrong with a program, as the improve or fix prompt shows it."""
+        if result.status != "ok":
+            return result.message
+        if result.error is not None:
+            index = result.error.get("transition")
+            text = result.error.get("message", "error")
+            if index is not None and 0 <= index < len(self.data):
+                t = self.data[index]
+                text += (f"\nIt raised on this recorded transition:\nmission: {t['mission']}\n"
+                         f"state: {compact(t['state'])}\naction: {self._action(int(t['action']))}")
+            return text
+        parts = []
+        for m in result.mismatches[:2]:
+            t = self.data[m["index"]]
+            true_changes = "; ".join(state_diff(t["state"], t["next_state"])) or "nothing"
+            predicted_changes = "; ".join(state_diff(t["state"], m["predicted_next_state"])) or "nothing"
+            parts.append(
+                f"A recorded transition the program gets wrong:\nmission: {t['mission']}\n"
+                f"state: {compact(t['state'])}\naction: {self._action(int(t['action']))}\n"
+                f"true changes: {true_changes}; reward {t['reward']:g}, done {bool(t['done'])}\n"
+                f"the program's changes: {predicted_changes}; reward {m['predicted_reward']:g}, "
+                f"done {bool(m['predicted_done'])}")
+        if result.n and result.correct < result.n:
+            parts.insert(0, f"The program explains {result.correct} of {result.n} recorded transitions.")
+        if self.optimism:
+            for start, reached, plan in zip(self.starts, result.reached, result.plans):
+                if reached:
+                    continue
+                why = ("the search stopped at its limit" if plan.get("limit_hit")
+                       else "no sequence of actions gives a positive reward")
+                if plan.get("error"):
+                    why = f"the program raised: {plan['error'].get('message')}"
+                parts.append(
+                    f"Under this program the mission \"{start['mission']}\" cannot be achieved from "
+                    f"this start state ({why}):\n{compact(start['state'])}\nThe mission is achievable in "
+                    f"the real environment: make reward return 1.0 (and done True) on the step that "
+                    f"completes it, and make sure transition lets the agent get there.")
+        return "\n\n".join(parts)

@@ -1,0 +1,398 @@
+"""The WorldCoder agent loop: act, record, rewrite the model with REx when data contradicts it.
+
+Per level (an environment with a mission), episode after episode:
+
+1. At the start of an episode the current program is checked on every recorded transition and,
+   under the optimism objective, the planner must reach reward over it from the start state. A
+   program that fails either is rewritten with REx (`codeworld.synthesis.Rex`, driven by
+   `codeworld.synthesis.synthesize`), the pool seeded with the current program.
+2. The agent follows the planner's plan, with probability ``epsilon`` a random action instead.
+   Every transition is stored. A transition the model mispredicts triggers a rewrite at once;
+   then the agent replans from where it stands (and acts at random when no plan exists).
+3. Success is an episode that gets reward; reliable success is ``reliable_successes`` in a row.
+
+Across levels (`run_curriculum`), the model and the data carry over (transfer); the prompts of a
+new mission name the known missions nearest to it, whose reward code the program already holds.
+Everything runs through one sandbox: no generated code runs in this process.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from codeworld.agent.config import AgentConfig
+from codeworld.agent.envs import ObjectEnv
+from codeworld.agent.evaluate import PLAN_OP, AgentEvaluator, ModelCheck
+from codeworld.agent.model import normalize_state
+from codeworld.agent.prompting import AgentPrompts, PromptContext
+from codeworld.sandbox import Sandbox, SandboxLimits
+from codeworld.synthesis.rex import PoolEntry, Rex
+from codeworld.synthesis.run_dir import RunDir, write_atomic
+from codeworld.synthesis.runner import synthesize
+
+
+class SeededRex(Rex):
+    """REx whose pool starts with given programs (the current model), so a rewrite refines it.
+
+    Seed entries have negative ids (-1, -2, ...) and cost no LLM call.
+    """
+
+    def seed_program(self, program: str, score: float, buggy: bool, feedback: str) -> None:
+        self.pool.append(PoolEntry(call=-1 - len(self.pool), parent=-1, action="seed",
+                                   program=program, score=0.0 if buggy else score, buggy=buggy,
+                                   feedback=feedback))
+
+
+@dataclass
+class Milestone:
+    """Where the agent stood when it reached a milestone (first success, reliable success)."""
+
+    episodes: int
+    env_steps: int
+    llm_calls: int
+    tokens: int
+
+
+@dataclass
+class LevelResult:
+    """What happened on one level.
+
+    Attributes:
+        level: the level's name.
+        missions: the missions seen.
+        episodes: episodes played.
+        successes: episodes that got reward.
+        env_steps, llm_calls, prompt_tokens, completion_tokens: the level's cost.
+        rewrites: REx searches run (each: reason, calls, accepted, score).
+        first_success, reliable_success: the cost up to each milestone (None: not reached).
+        final_program: the model at the end of the level.
+        final_check: its check on all data at the end.
+        plan_timeouts: plans that ran out of time (the model hung or was too slow).
+        wall_seconds: wall time of the level.
+    """
+
+    level: str
+    missions: list[str] = field(default_factory=list)
+    episodes: int = 0
+    successes: int = 0
+    env_steps: int = 0
+    llm_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    rewrites: list[dict] = field(default_factory=list)
+    first_success: Milestone | None = None
+    reliable_success: Milestone | None = None
+    final_program: str | None = None
+    final_check: dict | None = None
+    plan_timeouts: int = 0
+    wall_seconds: float = 0.0
+    episode_log: list[dict] = field(default_factory=list)
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def to_json(self) -> dict:
+        data = asdict(self)
+        data["tokens"] = self.tokens
+        return data
+
+
+def _mission_words(mission: str) -> set[str]:
+    return set(mission.lower().replace(",", " ").split())
+
+
+def nearest_missions(mission: str, known: list[str], k: int = 3) -> list[str]:
+    """The known missions most like ``mission`` (word overlap, Jaccard), nearest first."""
+    words = _mission_words(mission)
+
+    def similarity(other: str) -> float:
+        o = _mission_words(other)
+        return len(words & o) / max(1, len(words | o))
+
+    return sorted((m for m in known if m != mission), key=lambda m: (-similarity(m), m))[:k]
+
+
+class WorldCoderAgent:
+    """Learns a world model program by acting, and plans with it.
+
+    Args:
+        llm: anything with ``complete(messages, **sampling)`` (`codeworld.llm.make_llm`, or a
+            scripted LLM in tests).
+        config: the agent's settings.
+        run_dir: where to write the run (levels, rewrites, programs, accounting); None: nowhere.
+        limits: the sandbox's limits (its timeout is replaced per request by
+            ``config.eval_timeout_s``).
+    """
+
+    def __init__(self, llm: Any, config: AgentConfig | None = None, run_dir: str | Path | None = None,
+                 limits: SandboxLimits | None = None):
+        self.llm = llm
+        self.config = config or AgentConfig()
+        self.run_dir = Path(run_dir) if run_dir is not None else None
+        self.sandbox = Sandbox(limits or SandboxLimits(seccomp=True))
+        self.rng = random.Random(self.config.seed)
+        self.program: str | None = None
+        self.data: list[dict] = []
+        self.known_missions: dict[str, str] = {}  # mission -> the level it was first met on
+        self.rewrite_count = 0
+        self.level_index = 0
+        self.results: list[LevelResult] = []
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def close(self) -> None:
+        self.sandbox.close()
+
+    def __enter__(self) -> "WorldCoderAgent":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def reset_knowledge(self) -> None:
+        """Forget the model, the data and the missions (a level without transfer)."""
+        self.program = None
+        self.data = []
+        self.known_missions = {}
+
+    # ------------------------------------------------------------------ model checks
+
+    def _evaluator(self, env: ObjectEnv, starts: list[dict]) -> AgentEvaluator:
+        c = self.config
+        return AgentEvaluator(self.sandbox, self.data, starts, env.n_actions, env.action_names,
+                              optimism=c.optimism, max_nodes=c.plan_max_nodes,
+                              max_depth=c.plan_max_depth, timeout_s=c.eval_timeout_s)
+
+    def check(self, env: ObjectEnv, starts: list[dict], program: str | None = None) -> ModelCheck:
+        """Check a program (default: the current one) on all data and from ``starts``."""
+        program = self.program if program is None else program
+        if program is None:
+            return ModelCheck("invalid", "no model yet", n=len(self.data))
+        return self._evaluator(env, starts).check(program)
+
+    def _missions_text(self, mission: str) -> str:
+        text = f"The current mission: \"{mission}\"."
+        near = nearest_missions(mission, list(self.known_missions))
+        if near:
+            listed = "; ".join(f"\"{m}\" (level {self.known_missions[m]})" for m in near)
+            text += (f"\nMissions the agent met before, nearest first (the reward function should "
+                     f"keep working for them too, and a new mission is often like an old one): {listed}.")
+        return text
+
+    def rewrite(self, env: ObjectEnv, result: LevelResult, starts: list[dict], mission: str,
+                reason: str) -> bool:
+        """Run one REx search for a program that explains all data (and, under optimism, reaches
+        reward from ``starts``). Returns whether an accepted program was found.
+
+        The best program found replaces the current one when it scores higher.
+        """
+        c = self.config
+        budget = min(c.rewrite_calls, c.max_llm_calls - result.llm_calls)
+        if budget <= 0:
+            return False
+        index = self.rewrite_count
+        self.rewrite_count += 1
+        evaluator = self._evaluator(env, starts)
+        search = SeededRex(c.rex, seed=c.seed + index)
+        current_score = -1.0
+        if self.program is not None:
+            current = evaluator.evaluate(self.program)
+            current_score = current.score
+            search.seed_program(self.program, current.score, current.buggy, current.feedback)
+        prompts = AgentPrompts(PromptContext(env.description, tuple(env.action_names),
+                                             self._missions_text(mission), self.data,
+                                             c.prompt_examples))
+        run = None
+        if self.run_dir is not None:
+            run = RunDir(self.run_dir / "rewrites" / f"{index:04d}")
+            run.init({"method": "worldcoder-agent-rewrite", "level": env.name, "reason": reason,
+                      "mission": mission, "data": len(self.data), "optimism": c.optimism,
+                      "seed": c.seed + index})
+        out = synthesize(search, llm=self.llm, prompts=prompts, evaluator=evaluator, budget=budget,
+                         run_dir=run, seed=c.seed + 1000 * index, sampling=c.sampling)
+        acc = out.accounting
+        result.llm_calls += acc.calls
+        result.prompt_tokens += acc.prompt_tokens
+        result.completion_tokens += acc.completion_tokens
+        accepted = False
+        if out.best_call is not None and out.best_call >= 0 and out.best_evaluation is not None:
+            best = out.best_evaluation
+            best_score = 0.0 if best.buggy else best.score
+            if best_score > current_score:
+                self.program = out.best_program
+                accepted = not best.buggy and best_score >= 1.0 - 1e-9
+        result.rewrites.append({"index": index, "reason": reason, "episode": result.episodes,
+                                "env_steps": result.env_steps, "calls": acc.calls,
+                                "tokens": acc.tokens, "accepted": accepted,
+                                "scores": [h["score"] for h in out.history],
+                                "statuses": [ch.status for ch in evaluator.checks]})
+        return accepted
+
+    def plan(self, env: ObjectEnv, state: dict, mission: str, result: LevelResult) -> dict | None:
+        """A plan over the current model from ``state`` (None: no model, no plan, or a timeout)."""
+        if self.program is None:
+            return None
+        c = self.config
+        reply = self.sandbox.call(PLAN_OP, timeout_s=c.eval_timeout_s, source=self.program,
+                                  state=state, mission=mission, n_actions=env.n_actions,
+                                  max_nodes=c.plan_max_nodes, max_depth=c.plan_max_depth)
+        if reply.status == "timeout":
+            result.plan_timeouts += 1
+        if not reply.ok or not reply.value["found"]:
+            return None
+        return reply.value
+
+    # ------------------------------------------------------------------ acting
+
+    def _record(self, state, action, next_state, reward, done, mission) -> dict:
+        t = {"state": state, "action": int(action), "next_state": next_state,
+             "reward": float(reward), "done": bool(done), "mission": mission}
+        self.data.append(t)
+        return t
+
+    def _predicted_right(self, predicted: dict, t: dict) -> bool:
+        return (normalize_state(predicted["next_state"]) == normalize_state(t["next_state"])
+                and abs(float(predicted["reward"]) - t["reward"]) <= 1e-6
+                and bool(predicted["done"]) == t["done"])
+
+    def _explains(self, env: ObjectEnv, t: dict, result: LevelResult) -> bool:
+        if self.program is None:
+            return False
+        reply = self.sandbox.call("codeworld.agent.ops:op_evaluate", timeout_s=self.config.eval_timeout_s,
+                                  source=self.program, transitions=[t], starts=[],
+                                  n_actions=env.n_actions)
+        return reply.ok and reply.value["correct"] == 1
+
+    def _milestone(self, result: LevelResult) -> Milestone:
+        return Milestone(result.episodes, result.env_steps, result.llm_calls, result.tokens)
+
+    def run_episode(self, env: ObjectEnv, result: LevelResult, seed: int) -> bool:
+        """One episode; returns whether it got reward."""
+        c = self.config
+        state, mission = env.reset(seed=seed)
+        if mission not in result.missions:
+            result.missions.append(mission)
+        start = {"state": state, "mission": mission}
+        check = self.check(env, [start])
+        if not check.accepted(c.optimism):
+            reason = "no model" if self.program is None else (
+                "contradicted by data" if check.consistency < 1 or check.failed else "goal unreachable")
+            self.rewrite(env, result, [start], mission, reason)
+        plan = self.plan(env, state, mission, result)
+        limit = c.max_episode_steps or env.max_steps
+        success = False
+        steps = 0
+        contradictions = 0
+        while steps < limit and result.env_steps < c.max_env_steps:
+            explore = plan is None or not plan["actions"] or self.rng.random() < c.epsilon
+            if explore:
+                action = self.rng.randrange(env.n_actions)
+                predicted = None
+            else:
+                action = plan["actions"].pop(0)
+                predicted = plan["predicted"].pop(0)
+            next_state, reward, terminated, truncated = env.step(action)
+            steps += 1
+            result.env_steps += 1
+            t = self._record(state, action, next_state, reward, terminated, mission)
+            success = success or reward > 0
+            right = self._predicted_right(predicted, t) if predicted is not None else \
+                self._explains(env, t, result)
+            if not right:
+                contradictions += 1
+                self.rewrite(env, result, [start], mission, "contradicted by a new transition")
+            state = next_state
+            if terminated or truncated:
+                break
+            if explore or not right:
+                plan = self.plan(env, state, mission, result)
+        self.known_missions.setdefault(mission, env.name)
+        result.episode_log.append({"episode": result.episodes, "seed": seed, "steps": steps,
+                                   "success": success, "contradictions": contradictions,
+                                   "env_steps": result.env_steps, "llm_calls": result.llm_calls})
+        return success
+
+    def run_level(self, env: ObjectEnv, seeds: list[int] | None = None) -> LevelResult:
+        """Play episodes until reliable success or the level's step budget is spent.
+
+        Args:
+            env: the level.
+            seeds: episode seeds, cycled (default: 0, 1, 2, ...).
+        """
+        c = self.config
+        started = time.perf_counter()
+        result = LevelResult(level=env.name)
+        streak = 0
+        while result.env_steps < c.max_env_steps:
+            seed = seeds[result.episodes % len(seeds)] if seeds else result.episodes
+            success = self.run_episode(env, result, seed)
+            result.episodes += 1
+            if success:
+                result.successes += 1
+                streak += 1
+                if result.first_success is None:
+                    result.first_success = self._milestone(result)
+                if streak >= c.reliable_successes and result.reliable_success is None:
+                    result.reliable_success = self._milestone(result)
+                    if not c.keep_going_after_success:
+                        break
+            else:
+                streak = 0
+        result.final_program = self.program
+        if self.program is not None:
+            state, mission = env.reset(seed=seeds[0] if seeds else 0)
+            result.final_check = self.check(env, [{"state": state, "mission": mission}]).to_json()
+        result.wall_seconds = time.perf_counter() - started
+        self.results.append(result)
+        self._save_level(result)
+        self.level_index += 1
+        return result
+
+    def run_curriculum(self, envs: list[ObjectEnv], seeds: list[int] | None = None) -> list[LevelResult]:
+        """Run levels in order; with ``transfer`` the model and the data carry over."""
+        out = []
+        for env in envs:
+            if not self.config.transfer:
+                self.reset_knowledge()
+            out.append(self.run_level(env, seeds))
+        self._save_summary()
+        return out
+
+    # ------------------------------------------------------------------ run directory
+
+    def _save_level(self, result: LevelResult) -> None:
+        if self.run_dir is None:
+            return
+        folder = self.run_dir / "levels" / f"{self.level_index:02d}-{result.level}"
+        write_atomic(folder / "level.json", json.dumps(result.to_json(), indent=2, default=str) + "\n")
+        if result.final_program is not None:
+            write_atomic(folder / "model.py", result.final_program)
+        with open(folder / "transitions.jsonl", "w", encoding="utf-8") as handle:
+            for t in self.data:
+                handle.write(json.dumps(t) + "\n")
+        self._save_summary()
+
+    def _save_summary(self) -> None:
+        if self.run_dir is None:
+            return
+        summary = {"config": asdict(self.config), "levels": [summary_row(r) for r in self.results]}
+        write_atomic(self.run_dir / "accounting.json", json.dumps(summary, indent=2, default=str) + "\n")
+
+
+def summary_row(result: LevelResult) -> dict:
+    """The accounting of one level: cost to first and to reliable success."""
+
+    def milestone(m: Milestone | None) -> dict | None:
+        return None if m is None else asdict(m)
+
+    return {"level": result.level, "episodes": result.episodes, "successes": result.successes,
+            "env_steps": result.env_steps, "llm_calls": result.llm_calls, "tokens": result.tokens,
+            "rewrites": len(result.rewrites), "first_success": milestone(result.first_success),
+            "reliable_success": milestone(result.reliable_success),
+            "plan_timeouts": result.plan_timeouts, "wall_seconds": round(result.wall_seconds, 2)}

@@ -1,0 +1,116 @@
+"""The agent's prompts: templates in ``codeworld/agent/prompts/``, filled by `codeworld.llm.prompts.fill`.
+
+Templates use the LLM layer's format (``=== user ===`` sections, ``{{name}}`` placeholders,
+``{{> file}}`` includes of files in the same folder). `AgentPrompts` turns a REx request into chat
+messages: *generate* shows recorded transitions, *improve* the evaluator's account of what is
+wrong (mispredicted transitions, or a goal the planner cannot reach), *fix* the error.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from codeworld.agent.model import normalize_state, state_diff
+from codeworld.llm import extract_code
+from codeworld.llm.extract import CodeExtractionError
+from codeworld.llm.prompts import PromptError, fill, placeholders, split_sections
+from codeworld.synthesis.types import FIX, GENERATE, Request
+
+PROMPT_DIR = Path(__file__).resolve().parent / "prompts"
+_INCLUDE = re.compile(r"\{\{>\s*([A-Za-z_]\w*)\s*\}\}")
+
+
+def load_agent_template(name: str) -> str:
+    """The text of the agent's template ``name`` with its includes expanded."""
+    path = PROMPT_DIR / f"{name}.txt"
+    if not path.is_file():
+        raise PromptError(f"no agent prompt template {name!r}")
+    text = path.read_text(encoding="utf-8")
+    return _INCLUDE.sub(lambda m: load_agent_template(m.group(1)).rstrip("\n"), text)
+
+
+def render_agent(name: str, **values: object) -> list[dict]:
+    """Chat messages of the agent's template ``name`` filled with ``values`` (all must be used)."""
+    template = load_agent_template(name)
+    fill(template, **values)  # fails on a missing or unused value
+    messages = split_sections(template)
+    for message in messages:
+        names = placeholders(message["content"])
+        message["content"] = fill(message["content"], **{k: values[k] for k in names})
+    return messages
+
+
+def compact(value: object) -> str:
+    """A state as one line of JSON."""
+    return json.dumps(normalize_state(value), separators=(", ", ": "))
+
+
+def describe_transition(t: dict, action_names: tuple[str, ...]) -> str:
+    """One recorded transition as the prompts show it: the state, the action, what changed."""
+    changes = state_diff(t["state"], t["next_state"]) or ["nothing"]
+    action = int(t["action"])
+    name = action_names[action] if 0 <= action < len(action_names) else "?"
+    return (f"mission: {t['mission']}\nstate: {compact(t['state'])}\naction: {action} ({name})\n"
+            f"changes: {'; '.join(changes)}\nreward: {t['reward']:g}, done: {bool(t['done'])}")
+
+
+def pick_examples(data: list[dict], limit: int) -> list[dict]:
+    """A few diverse transitions: every rewarded one first, then one per (action, kind of change)."""
+    chosen, seen = [], set()
+    for t in data:
+        if t["reward"] > 0 or t["done"]:
+            chosen.append(t)
+    for t in data:
+        kind = (int(t["action"]), tuple(line.split(":")[0] for line in state_diff(t["state"], t["next_state"])))
+        if kind not in seen:
+            seen.add(kind)
+            if t not in chosen:
+                chosen.append(t)
+    return chosen[:limit]
+
+
+@dataclass
+class PromptContext:
+    """What every prompt shows besides the program: the environment, actions, missions, data."""
+
+    description: str
+    action_names: tuple[str, ...]
+    missions: str
+    data: list[dict]
+    examples: int = 4
+
+
+class AgentPrompts:
+    """REx's prompt builder for agent models (see `codeworld.synthesis.types.PromptBuilder`).
+
+    Args:
+        context: the environment and data the prompts describe.
+    """
+
+    def __init__(self, context: PromptContext):
+        self.context = context
+
+    def _common(self) -> dict:
+        actions = ", ".join(f"{i} = {n}" for i, n in enumerate(self.context.action_names))
+        return {"description": self.context.description, "actions": actions,
+                "missions": self.context.missions}
+
+    def messages(self, request: Request) -> list[dict]:
+        if request.action == GENERATE:
+            shown = pick_examples(self.context.data, self.context.examples)
+            examples = "\n\n".join(describe_transition(t, self.context.action_names) for t in shown)
+            return render_agent("generate", examples=examples or "(none yet)", **self._common())
+        if request.action == FIX:
+            return render_agent("fix", program=request.program.rstrip("\n"),
+                                error=request.feedback or "(no message)", **self._common())
+        return render_agent("improve", program=request.program.rstrip("\n"),
+                            problems=request.feedback or "(no details)", **self._common())
+
+    def program(self, request: Request, completion_text: str) -> str | None:
+        try:
+            return extract_code(completion_text)
+        except CodeExtractionError:
+            return None

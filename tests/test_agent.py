@@ -1,0 +1,171 @@
+"""The WorldCoder agent's loop with a scripted LLM: rewrites, optimism, transfer, timeouts, records."""
+
+import json
+
+import pytest
+
+from codeworld.agent.config import AgentConfig
+from codeworld.agent.evaluate import AgentEvaluator
+from codeworld.agent.loop import WorldCoderAgent, nearest_missions
+from codeworld.agent.minigrid_env import MiniGridEnv
+from codeworld.agent.reference import MINIGRID_MODEL, SOKOBAN_MODEL
+from codeworld.agent.sokoban import make_sokoban
+from codeworld.sandbox import Sandbox
+from codeworld.synthesis.fakes import ScriptedLLM
+
+GOOD = SOKOBAN_MODEL
+# Left and right swapped: wrong, but it reaches the goal in its own imagination.
+SWAPPED = SOKOBAN_MODEL.replace("2: (-1, 0), 3: (1, 0)", "2: (1, 0), 3: (-1, 0)")
+# Right dynamics, but reward never comes: explains reward-free data, cannot reach the goal.
+NEVER = SOKOBAN_MODEL.split("def reward")[0] + "def reward(state, action, next_state, mission):\n    return 0.0, False\n"
+HANG = "def transition(state, action):\n    while True:\n        pass\n\n\ndef reward(state, action, next_state, mission):\n    return 0.0, False\n"
+
+
+def fenced(program):
+    return f"Here is the model.\n\n```python\n{program}```\n"
+
+
+class Script:
+    """A scripted LLM answering calls in order, whatever their index; keeps the prompts."""
+
+    def __init__(self, programs):
+        self.programs = list(programs)
+        self.prompts = []
+        self.llm = ScriptedLLM(self._answer)
+
+    def _answer(self, call, messages):
+        self.prompts.append(messages[-1]["content"])
+        if not self.programs:
+            raise AssertionError("the agent asked for more LLM calls than scripted")
+        return fenced(self.programs.pop(0))
+
+
+def config(**changes):
+    base = dict(epsilon=0.0, max_env_steps=60, max_llm_calls=6, rewrite_calls=3,
+                reliable_successes=2, max_episode_steps=20, eval_timeout_s=20.0)
+    base.update(changes)
+    return AgentConfig(**base)
+
+
+def test_contradicting_transition_triggers_a_rewrite():
+    script = Script([SWAPPED, GOOD])
+    with WorldCoderAgent(script.llm, config()) as agent:
+        result = agent.run_level(make_sokoban("corridor"))
+    reasons = [r["reason"] for r in result.rewrites]
+    assert reasons == ["no model", "contradicted by a new transition"]
+    assert result.rewrites[1]["accepted"] and result.llm_calls == 2
+    assert agent.program.strip() == GOOD.strip()
+    # the rewrite was asked to explain the transition the swapped model got wrong
+    assert "true changes: nothing" in script.prompts[1] and "the program's changes: agent" in script.prompts[1]
+    assert result.first_success is not None and result.reliable_success is not None
+    assert result.reliable_success.env_steps == result.env_steps
+
+
+def _reward_free_data(env, steps=6):
+    state, mission = env.reset()
+    data = []
+    for action in [0, 1, 2, 0, 1, 2][:steps]:
+        nxt, reward, done, _ = env.step(action)
+        data.append({"state": state, "action": action, "next_state": nxt, "reward": reward,
+                     "done": done, "mission": mission})
+        state = nxt
+    start, mission = env.reset()
+    return data, [{"state": start, "mission": mission}]
+
+
+def test_optimism_rejects_a_model_that_cannot_reach_the_goal():
+    env = make_sokoban("corridor")
+    data, starts = _reward_free_data(env)
+    with Sandbox() as sandbox:
+        def evaluator(optimism):
+            return AgentEvaluator(sandbox, data, starts, env.n_actions, env.action_names,
+                                  optimism=optimism, max_nodes=5000, max_depth=30, timeout_s=20)
+
+        optimistic = evaluator(True).evaluate(NEVER)
+        plain = evaluator(False).evaluate(NEVER)
+        good = evaluator(True).evaluate(GOOD)
+    assert not optimistic.buggy and optimistic.score == pytest.approx(0.5)
+    assert not optimistic.report["accepted"] and "cannot be achieved" in optimistic.feedback
+    assert plain.score == 1.0 and plain.report["accepted"]
+    assert good.score == 1.0 and good.report["accepted"]
+
+
+def test_optimism_in_the_loop_asks_again_and_without_it_accepts():
+    script = Script([NEVER, GOOD])
+    with WorldCoderAgent(script.llm, config()) as agent:
+        result = agent.run_level(make_sokoban("corridor"))
+    first = result.rewrites[0]
+    assert first["calls"] == 2 and first["scores"] == [0.5, 1.0] and first["accepted"]
+    assert "cannot be achieved" in script.prompts[1]
+    assert result.reliable_success is not None
+
+    # Without optimism the reward-free model is accepted at once; the agent then acts at random
+    # (no plan reaches reward) until a real reward contradicts the model.
+    script = Script([NEVER, GOOD])
+    with WorldCoderAgent(script.llm, config(optimism=False)) as agent:
+        result = agent.run_level(make_sokoban("corridor"))
+    first = result.rewrites[0]
+    assert first["calls"] == 1 and first["accepted"]
+    first_reward = next(i for i, t in enumerate(agent.data) if t["reward"] > 0) + 1
+    assert result.rewrites[1]["reason"] == "contradicted by a new transition"
+    assert result.rewrites[1]["env_steps"] == first_reward > 3  # more than the 3 steps a plan needs
+
+
+def test_transfer_starts_the_next_level_from_the_previous_program():
+    script = Script([GOOD])
+    with WorldCoderAgent(script.llm, config()) as agent:
+        first, second = agent.run_curriculum([make_sokoban("corridor"), make_sokoban("turn")])
+    assert first.llm_calls == 1 and second.llm_calls == 0
+    assert second.final_program.strip() == GOOD.strip() and second.reliable_success is not None
+
+    script = Script([GOOD, GOOD])
+    with WorldCoderAgent(script.llm, config(transfer=False)) as agent:
+        first, second = agent.run_curriculum([make_sokoban("corridor"), make_sokoban("turn")])
+    assert first.llm_calls == 1 and second.llm_calls == 1
+    assert second.rewrites[0]["reason"] == "no model"
+
+
+def test_transfer_to_a_new_mission_refines_the_previous_program():
+    goal_only = MINIGRID_MODEL.split("    if mission.startswith(\"open the door\"):")[0] + "    return 0.0, False\n"
+    script = Script([goal_only, MINIGRID_MODEL])
+    with WorldCoderAgent(script.llm, config(max_env_steps=80, max_episode_steps=30, plan_max_nodes=1500)) as agent:
+        first, second = agent.run_curriculum([MiniGridEnv("empty"), MiniGridEnv("unlock")],
+                                             seeds=[0])
+    assert first.reliable_success is not None and first.llm_calls == 1
+    assert second.rewrites[0]["reason"] == "goal unreachable"
+    prompt = script.prompts[1]
+    assert "def transition(state, action):" in prompt and "cannot be achieved" in prompt
+    assert "open the door" in prompt and "\"get to the green goal square\" (level minigrid-empty)" in prompt
+    assert second.reliable_success is not None and agent.program.strip() == MINIGRID_MODEL.strip()
+
+
+def test_a_model_that_hangs_the_planner_times_out_and_the_agent_goes_on():
+    script = Script([HANG, GOOD])
+    with WorldCoderAgent(script.llm, config(eval_timeout_s=1.5)) as agent:
+        result = agent.run_level(make_sokoban("corridor"))
+    first = result.rewrites[0]
+    assert first["statuses"][0] == "timeout" and first["scores"][0] == 0.0
+    assert "longer than 1.5 s" in script.prompts[1]
+    assert agent.program.strip() == GOOD.strip() and result.reliable_success is not None
+
+
+def test_run_directory_has_accounting_levels_and_calls(tmp_path):
+    script = Script([SWAPPED, GOOD])
+    with WorldCoderAgent(script.llm, config(), run_dir=tmp_path) as agent:
+        agent.run_curriculum([make_sokoban("corridor")])
+    summary = json.loads((tmp_path / "accounting.json").read_text())
+    row = summary["levels"][0]
+    assert row["level"] == "sokoban-corridor" and row["llm_calls"] == 2
+    assert row["first_success"]["llm_calls"] == 2 and row["reliable_success"]["episodes"] >= 2
+    level = tmp_path / "levels" / "00-sokoban-corridor"
+    assert (level / "model.py").read_text().strip() == GOOD.strip()
+    assert json.loads((level / "level.json").read_text())["rewrites"][1]["accepted"]
+    assert (tmp_path / "rewrites" / "0001" / "calls" / "0000.json").is_file()
+    lines = (level / "transitions.jsonl").read_text().splitlines()
+    assert len(lines) == row["env_steps"]
+
+
+def test_nearest_missions():
+    known = ["get to the green goal square", "open the door", "pick up the purple box"]
+    assert nearest_missions("pick up the blue box", known)[0] == "pick up the purple box"
+    assert nearest_missions("open the door", known)[0] != "open the door"
