@@ -20,6 +20,7 @@ COMMAND_MODULES = [
     "codeworld.commands.synthesize",
     "codeworld.commands.show",
     "codeworld.commands.demo",
+    "codeworld.commands.agent",
 ]
 
 

@@ -124,6 +124,12 @@ def test_transfer_starts_the_next_level_from_the_previous_program():
     assert first.llm_calls == 1 and second.llm_calls == 1
     assert second.rewrites[0]["reason"] == "no model"
 
+    # Transfer stays within a family: a Sokoban model is no start for MiniGrid.
+    script = Script([GOOD, MINIGRID_MODEL])
+    with WorldCoderAgent(script.llm, config()) as agent:
+        _, grid = agent.run_curriculum([make_sokoban("corridor"), MiniGridEnv("empty")], seeds=[0])
+    assert grid.rewrites[0]["reason"] == "no model" and grid.reliable_success is not None
+
 
 def test_transfer_to_a_new_mission_refines_the_previous_program():
     goal_only = MINIGRID_MODEL.split("    if mission.startswith(\"open the door\"):")[0] + "    return 0.0, False\n"

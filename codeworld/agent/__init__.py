@@ -6,22 +6,32 @@ under which a planner reaches the mission's reward from the start state. Here it
 levels and on codeworld's own Sokoban, both with object-level states.
 """
 
+from codeworld.agent.config import AgentConfig
 from codeworld.agent.envs import FAMILIES, ObjectEnv, list_levels, make_object_env, register_family
+from codeworld.agent.evaluate import AgentEvaluator, ModelCheck
+from codeworld.agent.loop import LevelResult, Milestone, WorldCoderAgent, nearest_missions
 from codeworld.agent.minigrid_env import MiniGridEnv
 from codeworld.agent.model import AgentModelError, check_agent_source, normalize_state, state_key
 from codeworld.agent.sokoban import GeneratorConfig, SokobanEnv, generate_level
 
 __all__ = [
     "FAMILIES",
+    "AgentConfig",
+    "AgentEvaluator",
     "AgentModelError",
     "GeneratorConfig",
+    "LevelResult",
     "MiniGridEnv",
+    "Milestone",
+    "ModelCheck",
     "ObjectEnv",
     "SokobanEnv",
+    "WorldCoderAgent",
     "check_agent_source",
     "generate_level",
     "list_levels",
     "make_object_env",
+    "nearest_missions",
     "normalize_state",
     "register_family",
     "state_key",

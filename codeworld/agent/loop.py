@@ -142,6 +142,7 @@ class WorldCoderAgent:
         self.known_missions: dict[str, str] = {}  # mission -> the level it was first met on
         self.rewrite_count = 0
         self.level_index = 0
+        self.family: str | None = None
         self.results: list[LevelResult] = []
 
     # ------------------------------------------------------------------ lifecycle
@@ -321,11 +322,17 @@ class WorldCoderAgent:
     def run_level(self, env: ObjectEnv, seeds: list[int] | None = None) -> LevelResult:
         """Play episodes until reliable success or the level's step budget is spent.
 
+        The model and data of the previous level are kept when ``config.transfer`` is on and the
+        level is of the same family; otherwise the agent starts from nothing.
+
         Args:
             env: the level.
             seeds: episode seeds, cycled (default: 0, 1, 2, ...).
         """
         c = self.config
+        if self.family is not None and (env.family != self.family or not c.transfer):
+            self.reset_knowledge()  # transfer stays within one environment family
+        self.family = env.family
         started = time.perf_counter()
         result = LevelResult(level=env.name)
         streak = 0
@@ -355,12 +362,9 @@ class WorldCoderAgent:
         return result
 
     def run_curriculum(self, envs: list[ObjectEnv], seeds: list[int] | None = None) -> list[LevelResult]:
-        """Run levels in order; with ``transfer`` the model and the data carry over."""
-        out = []
-        for env in envs:
-            if not self.config.transfer:
-                self.reset_knowledge()
-            out.append(self.run_level(env, seeds))
+        """Run levels in order; with ``transfer`` the model and the data carry over from one
+        level to the next of the same family (a MiniGrid model is no start for Sokoban)."""
+        out = [self.run_level(env, seeds) for env in envs]
         self._save_summary()
         return out
 
