@@ -1,0 +1,468 @@
+"""The CWMB benchmark: the paper's Table 2 (and, with --ablation, its Table 6) for any LLM and budget.
+
+For each environment, method and seed, one job (`codeworld.experiments.run_cwmb_job`) synthesizes a
+world model with the given LLM and budget, scores the best program in both modes (sound, and the
+paper's rule; the latter also on the paper's own buffer where it exists) and plans with it for the
+normalized return. Jobs run on an executor (a local process pool, or Ray with ``--executor ray
+[--address ADDR]``), and each job's record is written atomically to ``OUT/jobs/``: rerunning the
+same command skips the finished jobs and retries the failed ones.
+
+Outputs in ``OUT`` (default ``benchmarks/results/cwmb-<llm>-budget<B>[-ablation]``):
+
+* ``table.md`` and ``table.json``: the Table 2 layout (accuracy in sound and paper mode and
+  normalized return, averaged over the discrete and the continuous environments), the per-env
+  table, and the columns of the paper's published numbers beside ours;
+* ``plots/<env>.svg``: the best score so far against LLM calls, one line per method (mean over
+  seeds), and ``plots/groups.svg`` for the group means;
+* ``jobs/*.json``: one record per job (the results store), with the command that made them.
+
+Averaging conventions (as in the paper's Table 2): per environment the mean over seeds; per group
+(discrete / continuous action spaces) the mean over environments. A job whose search wrote no
+program counts as accuracy 0. The normalized return ``(R_cwm - R_random) / (R_oracle - R_random)``
+is undefined where the oracle and the random policy tie (the paper names MountainCar and Acrobot),
+and for Blackjack, which has no oracle here; those environments are left out of the group's
+return mean, and the table says over how many environments each mean is taken.
+
+The paper's numbers: Dainese, Merler, Alakuijala, Marttinen, "Generating Code World Models with
+Large Language Models Guided by Monte Carlo Tree Search", NeurIPS 2024, arXiv 2405.15383, Table 2
+(CWMB results) and Table 6 (ablation of the GIF-MCTS actions). `PAPER_TABLE2` and `PAPER_TABLE6`
+hold the values that were read from the paper; a value that could not be read is None and its
+column stays empty. When this script was written the paper could not be consulted from the machine
+it was written on, so every published value is still None: fill them in from the paper, noting
+that they are for the paper's own LLMs and budget, not for the LLM and budget run here.
+
+Usage::
+
+    python benchmarks/cwmb.py --envs discrete --methods gif-mcts,worldcoder --llm local --budget 5 --seeds 1
+    python benchmarks/cwmb.py --envs CartPole-v1,Taxi-v4 --ablation --llm openai:gpt-4o --budget 20
+    python benchmarks/cwmb.py ... --executor ray --address auto      # on an existing Ray cluster
+    python benchmarks/cwmb.py ... --report-only                      # tables from the records only
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import math
+import os
+import re
+import shlex
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+
+PAPER = ("Dainese et al., Generating Code World Models with Large Language Models Guided by Monte "
+         "Carlo Tree Search, NeurIPS 2024, arXiv 2405.15383")
+PAPER_NOTE = ("The paper's columns are empty: its published values could not be read on the machine "
+              "this harness was written on, and only values read from the paper go there "
+              "(PAPER_TABLE2 / PAPER_TABLE6 in benchmarks/cwmb.py). The paper's numbers are for "
+              "its own LLMs and budget, not for the LLM and budget measured here.")
+
+# The paper's Table 2: per (method, LLM), per group, accuracy and normalized return. None: not read.
+PAPER_TABLE2: dict[str, dict[str, dict[str, float | None]]] = {
+    method: {group: {"accuracy": None, "return": None} for group in ("discrete", "continuous")}
+    for method in ("gif-mcts", "worldcoder")
+}
+# The paper's Table 6: per GIF-MCTS variant, per group, accuracy and normalized return. None: not read.
+PAPER_TABLE6: dict[str, dict[str, dict[str, float | None]]] = {
+    method: {group: {"accuracy": None, "return": None} for group in ("discrete", "continuous")}
+    for method in ("gif-mcts", "gif-mcts/no-generate", "gif-mcts/no-improve", "gif-mcts/no-fix")
+}
+ABLATION_METHODS = ("gif-mcts", "gif-mcts/no-generate", "gif-mcts/no-improve", "gif-mcts/no-fix")
+GROUPS = ("discrete", "continuous", "rtfm")  # RTFM is its own group, as in the paper
+
+
+def group_of(env_id: str) -> str:
+    """``"rtfm"`` for RTFM, else the action kind (``"discrete"`` or ``"continuous"``)."""
+    from codeworld.envs import get_spec
+
+    return "rtfm" if env_id == "RTFM-v0" else get_spec(env_id).action_kind
+
+
+# ------------------------------------------------------------------------------------------ jobs
+
+
+def resolve_envs(text: str) -> list[str]:
+    """``discrete``, ``continuous``, ``all``, ``rtfm`` or a comma list of ids (paper ids work)."""
+    from codeworld.envs import get_spec, list_envs
+
+    names = [part.strip() for part in text.split(",") if part.strip()]
+    out: list[str] = []
+    for name in names:
+        if name in ("discrete", "continuous"):
+            out += [e for e in list_envs() if get_spec(e).action_kind == name]
+        elif name == "all":
+            out += list_envs()
+        elif name.lower() == "rtfm":
+            out.append("RTFM-v0")
+        else:
+            out.append(get_spec(name).env_id)
+    return list(dict.fromkeys(out))
+
+
+def job_options(args: argparse.Namespace) -> dict:
+    options: dict = {"episodes": args.episodes, "max_steps": args.max_steps, "plan": not args.no_plan}
+    sampling = {}
+    if args.temperature is not None:
+        sampling["temperature"] = args.temperature
+    if args.max_tokens is not None:
+        sampling["max_tokens"] = args.max_tokens
+    if sampling:
+        options["sampling"] = sampling
+    if args.mode != "sound":
+        options["mode"] = args.mode
+    return options
+
+
+def default_name(args: argparse.Namespace) -> str:
+    llm = re.sub(r"[^A-Za-z0-9._-]+", "_", args.llm.split("/")[-1])
+    return f"cwmb-{llm}-budget{args.budget}" + ("-ablation" if args.ablation else "")
+
+
+# ------------------------------------------------------------------------------------------ tables
+
+
+def _mean(values: list[float]) -> float | None:
+    return float(np.mean(values)) if values else None
+
+
+def _stderr(values: list[float]) -> float | None:
+    if len(values) < 2:
+        return None
+    return float(np.std(values, ddof=1) / math.sqrt(len(values)))
+
+
+def job_metrics(record: dict) -> dict | None:
+    """The numbers of one finished job (accuracy 0 when the search wrote no program)."""
+    if record.get("status") != "finished":
+        return None
+    result = record["result"]
+    scores = result.get("scores") or {}
+
+    def score(key: str) -> float | None:
+        entry = scores.get(key)
+        if entry is None:
+            return 0.0 if not scores else None
+        return float(entry["score"])
+
+    planning = result.get("planning") or {}
+    return {
+        "env_id": result["env_id"],
+        "method": record["job"]["method"],
+        "seed": record["job"]["seed"],
+        "accuracy_sound": score("sound"),
+        "accuracy_paper": score("paper"),
+        "accuracy_paper_buffer": score("paper_on_paper_buffer") if scores else None,
+        "normalized_return": planning.get("normalized_return"),
+        "return_note": planning.get("normalized_note") if planning else result.get("note"),
+        "calls": result.get("calls"),
+        "tokens": (result.get("accounting") or {}).get("tokens"),
+        "history": [e["best"] for e in result.get("history", [])],
+        "seconds": record.get("seconds"),
+    }
+
+
+def aggregate(records: list[dict], envs: list[str], methods: list[str]) -> dict:
+    """Per-env (mean over seeds) and per-group (mean over envs) numbers for each method."""
+    from codeworld.envs import get_spec
+
+    metrics = [m for m in (job_metrics(r) for r in records) if m is not None]
+    failed = [r for r in records if r.get("status") == "failed"]
+    per_env: dict[str, dict[str, dict]] = {}
+    for method in methods:
+        per_env[method] = {}
+        for env in envs:
+            rows = [m for m in metrics if m["method"] == method and m["env_id"] == env]
+            entry: dict = {"seeds": len(rows),
+                           "failed": sum(1 for r in failed if r["job"]["method"] == method
+                                         and get_spec(r["job"]["env_id"]).env_id == env)}
+            for key in ("accuracy_sound", "accuracy_paper", "accuracy_paper_buffer",
+                        "normalized_return", "calls", "tokens", "seconds"):
+                values = [float(r[key]) for r in rows if r[key] is not None]
+                entry[key] = _mean(values)
+                entry[f"{key}_stderr"] = _stderr(values)
+            notes = sorted({r["return_note"] for r in rows if r["return_note"]})
+            entry["return_note"] = "; ".join(notes) or None
+            histories = [r["history"] for r in rows if r["history"]]
+            entry["best_by_call"] = _mean_curve(histories)
+            per_env[method][env] = entry
+    groups: dict[str, dict[str, dict]] = {}
+    for method in methods:
+        groups[method] = {}
+        for group in GROUPS:
+            names = [e for e in envs if group_of(e) == group]
+            done = [per_env[method][e] for e in names if per_env[method][e]["seeds"]]
+            entry = {"envs": len(done), "of": len(names)}
+            for key in ("accuracy_sound", "accuracy_paper", "accuracy_paper_buffer", "normalized_return"):
+                values = [d[key] for d in done if d[key] is not None]
+                entry[key] = _mean(values)
+                entry[f"{key}_envs"] = len(values)
+            curves = [d["best_by_call"] for d in done if d["best_by_call"]]
+            entry["best_by_call"] = _mean_curve(curves)
+            groups[method][group] = entry
+    return {"per_env": per_env, "groups": groups, "jobs": len(records),
+            "finished": len(metrics), "failed": len(failed)}
+
+
+def _mean_curve(curves: list[list[float]]) -> list[float]:
+    """Pointwise mean of best-so-far curves; a shorter curve (a search that stopped early on a
+    perfect program) keeps its last value."""
+    if not curves:
+        return []
+    length = max(len(c) for c in curves)
+    padded = [c + [c[-1]] * (length - len(c)) for c in curves if c]
+    return [float(v) for v in np.mean(np.array(padded), axis=0)]
+
+
+def _fmt(value, digits: int = 3) -> str:
+    return "" if value is None else f"{value:.{digits}f}"
+
+
+def _pm(mean, err) -> str:
+    if mean is None:
+        return "n/a"
+    return f"{mean:.3f}" + (f" ± {err:.3f}" if err is not None else "")
+
+
+def markdown(summary: dict, meta: dict, paper: dict) -> str:
+    """The tables as markdown: groups beside the paper's numbers, then per environment."""
+    methods = meta["methods"]
+    title = "CWMB ablation (paper's Table 6)" if meta["ablation"] else "CWMB (paper's Table 2)"
+    lines = [f"# {title}", "",
+             f"Command: `{meta['command']}`", "",
+             f"LLM `{meta['llm']}`, budget {meta['budget']} LLM calls, seeds {meta['seeds']}, "
+             f"executor {meta['executor']}; planning: {meta['planning']}. "
+             f"Jobs: {summary['finished']} finished, {summary['failed']} failed. Measured "
+             f"{meta['finished_at']} on {meta['machine']}.", "",
+             "## Group means", "",
+             "| method | group | envs | accuracy (sound) | accuracy (paper rule) | accuracy (paper rule, paper's buffers) "
+             "| normalized return (envs) | paper: accuracy | paper: return |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for method in methods:
+        for group in GROUPS:
+            g = summary["groups"][method][group]
+            if not g["of"]:
+                continue
+            published = paper.get(method, {}).get(group, {})
+            ret = _fmt(g["normalized_return"])
+            if g["normalized_return"] is not None:
+                ret += f" ({g['normalized_return_envs']})"
+            lines.append(f"| {method} | {group} | {g['envs']}/{g['of']} | {_fmt(g['accuracy_sound'])} "
+                         f"| {_fmt(g['accuracy_paper'])} | {_fmt(g['accuracy_paper_buffer'])} | {ret} "
+                         f"| {_fmt(published.get('accuracy'), 2)} | {_fmt(published.get('return'), 2)} |")
+    lines += ["", f"Paper: {PAPER}. {PAPER_NOTE}", "",
+              "## Per environment", "",
+              "| env | method | seeds | accuracy (sound) | accuracy (paper rule) "
+              "| accuracy (paper rule, paper's buffer) | normalized return | LLM calls | tokens | minutes |",
+              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for env in meta["envs"]:
+        for method in methods:
+            e = summary["per_env"][method][env]
+            seeds = f"{e['seeds']}" + (f" (+{e['failed']} failed)" if e["failed"] else "")
+            ret = _pm(e["normalized_return"], e["normalized_return_stderr"])
+            if e["normalized_return"] is None and e["return_note"]:
+                ret = f"n/a: {e['return_note']}"
+            minutes = None if e["seconds"] is None else e["seconds"] / 60
+            lines.append(f"| {env} | {method} | {seeds} | {_pm(e['accuracy_sound'], e['accuracy_sound_stderr'])} "
+                         f"| {_pm(e['accuracy_paper'], e['accuracy_paper_stderr'])} "
+                         f"| {_fmt(e['accuracy_paper_buffer'])} | {ret} | {_fmt(e['calls'], 1)} "
+                         f"| {_fmt(e['tokens'], 0)} | {_fmt(minutes, 1)} |")
+    lines += ["", "Accuracy: the best program's score on the environment's committed buffer "
+              "(sound: codeworld's tolerances, done = terminated; paper rule: the paper's comparison, "
+              "with its reward-balanced weighting); the third accuracy column scores the same program "
+              "on the paper's own buffer where it exists. Normalized return: "
+              "(R_model - R_random) / (R_oracle - R_random) over the planning episodes. Group means "
+              "are over environments (discrete and continuous actions; RTFM apart); a return mean is "
+              "over the environments where it is defined (their number in brackets).", ""]
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------------------ plots
+
+
+_PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b")
+
+
+def svg_line_plot(title: str, series: dict[str, list[float]], xlabel: str, ylabel: str) -> str:
+    """A small standalone SVG line chart (y from 0 to 1, x = 1..n), no plotting library needed."""
+    width, height, left, right, top, bottom = 480, 300, 56, 150, 34, 44
+    pw, ph = width - left - right, height - top - bottom
+    n = max((len(v) for v in series.values()), default=1)
+    n = max(n, 2)
+
+    def x(i: int) -> float:  # i is 1-based
+        return left + (i - 1) / (n - 1) * pw
+
+    def y(v: float) -> float:
+        return top + (1.0 - max(0.0, min(1.0, v))) * ph
+
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+           f'font-family="sans-serif" font-size="11">',
+           f'<rect width="{width}" height="{height}" fill="white"/>',
+           f'<text x="{left}" y="20" font-size="13">{_escape(title)}</text>']
+    for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
+        out.append(f'<line x1="{left}" x2="{left + pw}" y1="{y(tick):.1f}" y2="{y(tick):.1f}" '
+                   f'stroke="#ddd"/><text x="{left - 6}" y="{y(tick) + 4:.1f}" text-anchor="end">{tick:g}</text>')
+    step = max(1, round(n / 10))
+    for i in range(1, n + 1, step):
+        out.append(f'<text x="{x(i):.1f}" y="{top + ph + 16}" text-anchor="middle">{i}</text>')
+    out.append(f'<rect x="{left}" y="{top}" width="{pw}" height="{ph}" fill="none" stroke="#444"/>')
+    out.append(f'<text x="{left + pw / 2}" y="{height - 8}" text-anchor="middle">{_escape(xlabel)}</text>')
+    out.append(f'<text x="14" y="{top + ph / 2}" text-anchor="middle" '
+               f'transform="rotate(-90 14 {top + ph / 2})">{_escape(ylabel)}</text>')
+    for k, (name, values) in enumerate(series.items()):
+        color = _PALETTE[k % len(_PALETTE)]
+        if values:
+            points = " ".join(f"{x(i + 1):.1f},{y(v):.1f}" for i, v in enumerate(values))
+            out.append(f'<polyline points="{points}" fill="none" stroke="{color}" stroke-width="2"/>')
+            for i, v in enumerate(values):
+                out.append(f'<circle cx="{x(i + 1):.1f}" cy="{y(v):.1f}" r="2.5" fill="{color}"/>')
+        ly = top + 14 + 16 * k
+        out.append(f'<line x1="{left + pw + 10}" x2="{left + pw + 26}" y1="{ly - 4}" y2="{ly - 4}" '
+                   f'stroke="{color}" stroke-width="2"/><text x="{left + pw + 30}" y="{ly}">{_escape(name)}</text>')
+    out.append("</svg>")
+    return "\n".join(out) + "\n"
+
+
+def _escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def write_plots(summary: dict, meta: dict, folder: Path) -> list[Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for env in meta["envs"]:
+        series = {m: summary["per_env"][m][env]["best_by_call"] for m in meta["methods"]}
+        path = folder / f"{env}.svg"
+        path.write_text(svg_line_plot(f"{env}: best score so far ({meta['llm']})", series,
+                                      "LLM calls", "score (search signal)"), encoding="utf-8")
+        paths.append(path)
+    series = {f"{m} ({g})": summary["groups"][m][g]["best_by_call"]
+              for m in meta["methods"] for g in GROUPS if summary["groups"][m][g]["envs"]}
+    path = folder / "groups.svg"
+    path.write_text(svg_line_plot(f"group means: best score so far ({meta['llm']})", series,
+                                  "LLM calls", "score (search signal)"), encoding="utf-8")
+    paths.append(path)
+    return paths
+
+
+# ------------------------------------------------------------------------------------------ main
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--envs", default="discrete",
+                        help="discrete, continuous, all, rtfm, or a comma list of ids (default discrete)")
+    parser.add_argument("--methods", default="gif-mcts,worldcoder",
+                        help="comma list of synthesis methods (default gif-mcts,worldcoder); a method "
+                             "may carry an ablation variant, e.g. gif-mcts/no-fix")
+    parser.add_argument("--ablation", action="store_true",
+                        help="the GIF-MCTS ablation: methods gif-mcts and its no-generate, no-improve "
+                             "and no-fix variants (beside the paper's Table 6)")
+    parser.add_argument("--llm", default=os.environ.get("CODEWORLD_LLM", "local"),
+                        help="LLM spec (default: the embedded local model)")
+    parser.add_argument("--budget", type=int, default=50, help="LLM calls per search (paper: 50)")
+    parser.add_argument("--seeds", type=int, default=1, help="seeds 0..N-1 per env and method (default 1)")
+    parser.add_argument("--mode", default="sound", choices=["sound", "paper"],
+                        help="scoring mode used as the search signal (default sound)")
+    parser.add_argument("--temperature", type=float, default=None, help="sampling temperature of every call")
+    parser.add_argument("--max-tokens", type=int, default=None, help="longest completion asked for")
+    parser.add_argument("--episodes", type=int, default=10, help="planning episodes per policy (paper: 10)")
+    parser.add_argument("--max-steps", type=int, default=None,
+                        help="cap on steps per planning episode (default: the env's own limit)")
+    parser.add_argument("--no-plan", action="store_true", help="skip planning (no normalized return)")
+    parser.add_argument("--executor", default="local", choices=["local", "ray"],
+                        help="local process pool (default) or Ray")
+    parser.add_argument("--address", default=None,
+                        help="Ray cluster address (auto, ray://host:10001); default: a local instance")
+    parser.add_argument("--workers", type=int, default=1,
+                        help="jobs at once with the local executor (default 1: the local LLM uses the "
+                             "idle cores)")
+    parser.add_argument("--out", default=None, help="results folder (default benchmarks/results/NAME)")
+    parser.add_argument("--workdir", default=None, help="run directories (default runs/NAME)")
+    parser.add_argument("--report-only", action="store_true",
+                        help="build the tables from the records already in the results folder")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from codeworld.experiments import ResultsStore, grid, make_executor, run_cwmb_job, run_grid, split_method
+
+    args = parse_args(argv)
+    methods = list(ABLATION_METHODS) if args.ablation else [
+        m.strip() for m in args.methods.split(",") if m.strip()]
+    try:
+        envs = resolve_envs(args.envs)
+        from codeworld.synthesis import get_method
+
+        for method in methods:
+            get_method(split_method(method)[0])
+    except KeyError as exc:
+        print(f"cwmb: {exc.args[0] if exc.args else exc}", file=sys.stderr)
+        return 2
+    name = default_name(args)
+    out = Path(args.out) if args.out else RESULTS / name
+    workdir = Path(args.workdir) if args.workdir else ROOT / "runs" / name
+    store = ResultsStore(out / "jobs")
+    jobs = grid(envs, methods, range(args.seeds), llm=args.llm, budget=args.budget,
+                options=job_options(args))
+    command = "python benchmarks/cwmb.py " + " ".join(shlex.quote(a) for a in (
+        argv if argv is not None else sys.argv[1:]))
+    started = time.perf_counter()
+    if not args.report_only:
+        print(f"cwmb: {len(jobs)} jobs ({len(envs)} envs x {len(methods)} methods x {args.seeds} seeds), "
+              f"LLM {args.llm}, budget {args.budget}, executor {args.executor}\n"
+              f"  records: {store.root}\n  run directories: {workdir}", flush=True)
+
+        def progress(job, record) -> None:
+            m = job_metrics(record)
+            if m is None:
+                status = f"FAILED {record['error']}"
+            else:
+                ret = _fmt(m["normalized_return"]) or "n/a"
+                status = (f"sound {_fmt(m['accuracy_sound'])}  paper {_fmt(m['accuracy_paper'])}  "
+                          f"return {ret}")
+            print(f"  {job.env_id:<26} {job.method:<22} seed {job.seed}  {status}  "
+                  f"({record['seconds'] / 60:.1f} min)", flush=True)
+
+        with make_executor(args.executor, workers=args.workers, address=args.address) as executor:
+            summary_run = run_grid(jobs, run_cwmb_job, store, executor=executor, workdir=workdir,
+                                   progress=progress)
+        print(f"cwmb: {len(summary_run.finished)} finished, {len(summary_run.failed)} failed, "
+              f"{len(summary_run.skipped)} already done ({(time.perf_counter() - started) / 60:.1f} min)")
+    records = [r for r in (store.load(job) for job in jobs) if r is not None]
+    import platform
+
+    meta = {
+        "command": command, "envs": envs, "methods": methods, "llm": args.llm, "budget": args.budget,
+        "seeds": args.seeds, "ablation": args.ablation, "executor": args.executor,
+        "planning": ("off" if args.no_plan else
+                     f"{args.episodes} episodes per policy, "
+                     f"{'the env limit' if args.max_steps is None else f'at most {args.max_steps} steps'}"),
+        "finished_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
+        "paper": PAPER, "paper_note": PAPER_NOTE,
+    }
+    summary = aggregate(records, envs, methods)
+    paper = PAPER_TABLE6 if args.ablation else PAPER_TABLE2
+    out.mkdir(parents=True, exist_ok=True)
+    text = markdown(summary, meta, paper)
+    (out / "table.md").write_text(text, encoding="utf-8")
+    (out / "table.json").write_text(json.dumps({"meta": meta, "paper_numbers": paper, **summary},
+                                               indent=2) + "\n", encoding="utf-8")
+    write_plots(summary, meta, out / "plots")
+    print()
+    print(text)
+    print(f"written: {out / 'table.md'}, {out / 'table.json'}, {out / 'plots'}/")
+    return 0 if summary["failed"] == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
