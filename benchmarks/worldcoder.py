@@ -106,6 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reliable", type=int, default=10, help="successes in a row (default 10)")
     parser.add_argument("--max-episode-steps", type=int, default=40)
     parser.add_argument("--epsilon", type=float, default=0.1)
+    parser.add_argument("--plan-max-nodes", type=int, default=5000, help="planner limit (default 5000)")
     parser.add_argument("--max-tokens", type=int, default=1200, help="completion length")
     parser.add_argument("--temperature", type=float, default=0.7)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4],
@@ -121,6 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     base = AgentConfig(epsilon=args.epsilon, max_env_steps=args.max_env_steps,
                        max_llm_calls=args.max_llm_calls, rewrite_calls=args.rewrite_calls,
                        reliable_successes=args.reliable, max_episode_steps=args.max_episode_steps,
+                       plan_max_nodes=args.plan_max_nodes,
                        sampling=SamplingConfig(temperature=args.temperature,
                                                max_tokens=args.max_tokens),
                        seed=args.seed)

@@ -1,6 +1,7 @@
 """codeworld: code world models written by LLMs, scored soundly and planned with at native speed."""
 
 from codeworld._backend import backend, core_available
+from codeworld.agent import AgentConfig, WorldCoderAgent, make_object_env
 from codeworld.envs import EnvSpec, encode_obs, get_spec, list_envs, make_env
 from codeworld.envs.buffers import ReplayBuffer, load_buffer
 from codeworld.envs.descriptions import describe
@@ -14,6 +15,7 @@ from codeworld.synthesis import GifMcts, GifMctsConfig, Rex, RexConfig, RunDir, 
 __version__ = "0.1.0"
 
 __all__ = [
+    "AgentConfig",
     "CemConfig",
     "Completion",
     "EnvSpec",
@@ -37,6 +39,7 @@ __all__ = [
     "SandboxResult",
     "ScoreReport",
     "Scorer",
+    "WorldCoderAgent",
     "ZeroShot",
     "ZeroShotConfig",
     "__version__",
@@ -52,6 +55,7 @@ __all__ = [
     "load_buffer",
     "make_env",
     "make_llm",
+    "make_object_env",
     "score_model",
     "synthesize",
 ]
