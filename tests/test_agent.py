@@ -175,3 +175,15 @@ def test_nearest_missions():
     known = ["get to the green goal square", "open the door", "pick up the purple box"]
     assert nearest_missions("pick up the blue box", known)[0] == "pick up the purple box"
     assert nearest_missions("open the door", known)[0] != "open the door"
+
+
+def test_a_model_that_raises_while_planning_is_buggy_with_its_error():
+    env = make_sokoban("corridor")
+    state, mission = env.reset()
+    bad = "def transition(state, action):\n    return state['nope']\n\n\ndef reward(state, action, next_state, mission):\n    return 0.0, False\n"
+    with Sandbox() as sandbox:
+        evaluation = AgentEvaluator(sandbox, [], [{"state": state, "mission": mission}], 4,
+                                    env.action_names, optimism=True, max_nodes=100, max_depth=10,
+                                    timeout_s=20).evaluate(bad)
+    assert evaluation.buggy and evaluation.score == 0.0
+    assert "KeyError" in evaluation.feedback and "line 2" in evaluation.feedback

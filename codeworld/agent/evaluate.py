@@ -49,9 +49,14 @@ class ModelCheck:
     plans: list[dict] = field(default_factory=list)
 
     @property
+    def plan_error(self) -> dict | None:
+        """The first exception the program raised while the planner ran it."""
+        return next((p["error"] for p in self.plans if p.get("error")), None)
+
+    @property
     def failed(self) -> bool:
-        """The program could not be checked, or raised on a recorded transition."""
-        return self.status != "ok" or self.error is not None
+        """The program could not be checked, or raised on a transition or while planning."""
+        return self.status != "ok" or self.error is not None or self.plan_error is not None
 
     @property
     def consistency(self) -> float:
@@ -150,6 +155,11 @@ class AgentEvaluator:
         """What is wrong with a program, as the improve or fix prompt shows it."""
         if result.status != "ok":
             return result.message
+        if result.error is None and result.plan_error is not None:
+            start = self.starts[0]
+            return (f"{result.plan_error.get('message', 'error')}\nIt raised while the planner "
+                    f"simulated actions from this start state (mission \"{start['mission']}\"):\n"
+                    f"{compact(start['state'])}")
         if result.error is not None:
             index = result.error.get("transition")
             text = result.error.get("message", "error")
