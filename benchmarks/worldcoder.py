@@ -53,7 +53,8 @@ class ReferenceLLM:
 
 
 def run_variant(name: str, llm, levels: list[str], base: AgentConfig, runs: Path | None,
-                seeds: list[int]) -> list[dict]:
+                seeds: list[int], report=None) -> list[dict]:
+    """Play the curriculum once with one variant's settings; ``report(row)`` after each level."""
     config = replace(base, **VARIANTS[name])
     envs = [make_object_env(level) for level in levels]
     run_dir = runs / name if runs is not None else None
@@ -70,6 +71,8 @@ def run_variant(name: str, llm, levels: list[str], base: AgentConfig, runs: Path
             row["variant"] = name
             rows.append(row)
             print(format_row(row), flush=True)
+            if report is not None:
+                report(row)
     return rows
 
 
@@ -128,19 +131,28 @@ def main(argv: list[str] | None = None) -> int:
                        seed=args.seed)
     runs = Path(args.runs) if args.runs else None
     started = time.perf_counter()
-    print(HEADER, flush=True)
-    rows = []
-    for variant in args.variants:
-        rows += run_variant(variant, llm, args.levels, base, runs, args.seeds)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
     meta = {"command": "python benchmarks/worldcoder.py " + " ".join(argv if argv is not None else sys.argv[1:]),
             "llm": args.llm, "levels": args.levels, "variants": args.variants,
             "config": asdict(base), "seeds": args.seeds, "python": platform.python_version(),
-            "machine": platform.machine(), "wall_seconds": round(time.perf_counter() - started, 1)}
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.with_suffix(".json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=2, default=str) + "\n")
-    table = "\n".join([HEADER] + [format_row(r) for r in rows])
-    out.with_suffix(".md").write_text(f"Command: `{meta['command']}`\n\nLLM: {args.llm}\n\n{table}\n")
+            "machine": platform.machine()}
+    rows: list[dict] = []
+
+    def save(row: dict | None = None) -> None:
+        # Written after every level, so that an interrupted run keeps what it measured.
+        if row is not None:
+            rows.append(row)
+        meta["wall_seconds"] = round(time.perf_counter() - started, 1)
+        out.with_suffix(".json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=2,
+                                                       default=str) + "\n")
+        table = "\n".join([HEADER] + [format_row(r) for r in rows])
+        out.with_suffix(".md").write_text(f"Command: `{meta['command']}`\n\nLLM: {args.llm}\n\n{table}\n")
+
+    print(HEADER, flush=True)
+    for variant in args.variants:
+        run_variant(variant, llm, args.levels, base, runs, args.seeds, report=save)
+    save()
     print(f"wrote {out.with_suffix('.json')} and {out.with_suffix('.md')}")
     return 0
 
