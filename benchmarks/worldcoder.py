@@ -147,7 +147,12 @@ def main(argv: list[str] | None = None) -> int:
         out.with_suffix(".json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=2,
                                                        default=str) + "\n")
         table = "\n".join([HEADER] + [format_row(r) for r in rows])
-        out.with_suffix(".md").write_text(f"Command: `{meta['command']}`\n\nLLM: {args.llm}\n\n{table}\n")
+        note = ("\n\nThe LLM here is codeworld's hand-written model for the family, correct from the "
+                "first call: the rows check the pipeline and give the ceiling. Optimism cannot "
+                "matter with a correct model; transfer saves the one call of a level."
+                if args.llm == "reference" else "")
+        out.with_suffix(".md").write_text(
+            f"Command: `{meta['command']}`\n\nLLM: {args.llm}{note}\n\n{table}\n")
 
     print(HEADER, flush=True)
     for variant in args.variants:
