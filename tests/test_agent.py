@@ -187,3 +187,17 @@ def test_a_model_that_raises_while_planning_is_buggy_with_its_error():
                                     timeout_s=20).evaluate(bad)
     assert evaluation.buggy and evaluation.score == 0.0
     assert "KeyError" in evaluation.feedback and "line 2" in evaluation.feedback
+
+
+def test_agent_models_run_in_the_sandbox_worker_not_in_this_process():
+    import os
+
+    spy = ("import os\nPID = os.getpid()\n\n\ndef transition(state, action):\n    return {'pid': PID}\n\n\n"
+           "def reward(state, action, next_state, mission):\n    return 1.0, True\n")
+    script = Script([spy])
+    with WorldCoderAgent(script.llm, config(max_env_steps=1)) as agent:
+        env = make_sokoban("corridor")
+        state, mission = env.reset()
+        check = agent.check(env, [{"state": state, "mission": mission}], program=spy)
+    worker_pid = check.plans[0]["predicted"][0]["next_state"]["pid"]
+    assert worker_pid != os.getpid()
