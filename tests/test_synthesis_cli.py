@@ -75,6 +75,10 @@ def test_existing_run_needs_resume_and_resume_continues(tmp_path, programs, caps
     assert sorted(p.name for p in (out / "calls").iterdir()) == ["0000.json", "0001.json"]
     second = json.loads((out / "calls" / "0001.json").read_text())
     assert second["request"]["action"] == "improve" and second["request"]["parent"] == 0
+    capsys.readouterr()
+    assert main(["show", str(out)]) == 0  # a pool run (REx) is shown too
+    shown = capsys.readouterr().out
+    assert "worldcoder on CartPole-v1" in shown and "improve 1 (0 buggy)" in shown
 
 
 def test_bad_arguments_are_reported(tmp_path, capsys):
