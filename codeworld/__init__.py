@@ -1,61 +1,88 @@
-"""codeworld: code world models written by LLMs, scored soundly and planned with at native speed."""
+"""codeworld: code world models written by LLMs, scored soundly and planned with at native speed.
 
-from codeworld._backend import backend, core_available
-from codeworld.agent import AgentConfig, WorldCoderAgent, make_object_env
-from codeworld.envs import EnvSpec, encode_obs, get_spec, list_envs, make_env
-from codeworld.envs.buffers import ReplayBuffer, load_buffer
-from codeworld.envs.descriptions import describe
-from codeworld.llm import LLM, Completion, LLMConfig, Sampling, extract_code, make_llm
-from codeworld.model import ModelSourceError, ModelSourceInfo, check_model_source
-from codeworld.planning import CemConfig, Evaluation, MctsConfig, evaluate
-from codeworld.sandbox import ModelWorker, Prediction, Sandbox, SandboxLimits, SandboxResult
-from codeworld.scoring import Scorer, ScoreReport, score_model
-from codeworld.synthesis import GifMcts, GifMctsConfig, Rex, RexConfig, RunDir, ZeroShot, ZeroShotConfig, synthesize
+The public names below are loaded on first use, so that importing one part of the package (a
+sandbox worker imports only ``codeworld.sandbox``) does not pay for all the others.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "AgentConfig",
-    "CemConfig",
-    "Completion",
-    "EnvSpec",
-    "Evaluation",
-    "GifMcts",
-    "GifMctsConfig",
-    "LLM",
-    "LLMConfig",
-    "MctsConfig",
-    "ModelSourceError",
-    "ModelSourceInfo",
-    "ModelWorker",
-    "Prediction",
-    "ReplayBuffer",
-    "Rex",
-    "RexConfig",
-    "RunDir",
-    "Sampling",
-    "Sandbox",
-    "SandboxLimits",
-    "SandboxResult",
-    "ScoreReport",
-    "Scorer",
-    "WorldCoderAgent",
-    "ZeroShot",
-    "ZeroShotConfig",
-    "__version__",
-    "backend",
-    "check_model_source",
-    "core_available",
-    "describe",
-    "encode_obs",
-    "evaluate",
-    "extract_code",
-    "get_spec",
-    "list_envs",
-    "load_buffer",
-    "make_env",
-    "make_llm",
-    "make_object_env",
-    "score_model",
-    "synthesize",
-]
+# public name -> the module that defines it
+_EXPORTS = {
+    "backend": "codeworld._backend",
+    "core_available": "codeworld._backend",
+    "AgentConfig": "codeworld.agent",
+    "WorldCoderAgent": "codeworld.agent",
+    "make_object_env": "codeworld.agent",
+    "EnvSpec": "codeworld.envs",
+    "encode_obs": "codeworld.envs",
+    "get_spec": "codeworld.envs",
+    "list_envs": "codeworld.envs",
+    "make_env": "codeworld.envs",
+    "ReplayBuffer": "codeworld.envs.buffers",
+    "load_buffer": "codeworld.envs.buffers",
+    "describe": "codeworld.envs.descriptions",
+    "LLM": "codeworld.llm",
+    "Completion": "codeworld.llm",
+    "LLMConfig": "codeworld.llm",
+    "Sampling": "codeworld.llm",
+    "extract_code": "codeworld.llm",
+    "make_llm": "codeworld.llm",
+    "ModelSourceError": "codeworld.model",
+    "ModelSourceInfo": "codeworld.model",
+    "check_model_source": "codeworld.model",
+    "CemConfig": "codeworld.planning",
+    "Evaluation": "codeworld.planning",
+    "MctsConfig": "codeworld.planning",
+    "evaluate": "codeworld.planning",
+    "ModelWorker": "codeworld.sandbox",
+    "Prediction": "codeworld.sandbox",
+    "Sandbox": "codeworld.sandbox",
+    "SandboxLimits": "codeworld.sandbox",
+    "SandboxResult": "codeworld.sandbox",
+    "Scorer": "codeworld.scoring",
+    "ScoreReport": "codeworld.scoring",
+    "score_model": "codeworld.scoring",
+    "GifMcts": "codeworld.synthesis",
+    "GifMctsConfig": "codeworld.synthesis",
+    "Rex": "codeworld.synthesis",
+    "RexConfig": "codeworld.synthesis",
+    "RunDir": "codeworld.synthesis",
+    "ZeroShot": "codeworld.synthesis",
+    "ZeroShotConfig": "codeworld.synthesis",
+    "synthesize": "codeworld.synthesis",
+}
+
+__all__ = sorted([*_EXPORTS, "__version__"])
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'codeworld' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))
+
+
+if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names load lazily
+    from codeworld._backend import backend, core_available
+    from codeworld.agent import AgentConfig, WorldCoderAgent, make_object_env
+    from codeworld.envs import EnvSpec, encode_obs, get_spec, list_envs, make_env
+    from codeworld.envs.buffers import ReplayBuffer, load_buffer
+    from codeworld.envs.descriptions import describe
+    from codeworld.llm import LLM, Completion, LLMConfig, Sampling, extract_code, make_llm
+    from codeworld.model import ModelSourceError, ModelSourceInfo, check_model_source
+    from codeworld.planning import CemConfig, Evaluation, MctsConfig, evaluate
+    from codeworld.sandbox import ModelWorker, Prediction, Sandbox, SandboxLimits, SandboxResult
+    from codeworld.scoring import Scorer, ScoreReport, score_model
+    from codeworld.synthesis import (GifMcts, GifMctsConfig, Rex, RexConfig, RunDir, ZeroShot,
+                                     ZeroShotConfig, synthesize)

@@ -1,0 +1,46 @@
+"""GIF-MCTS with the real embedded model on CartPole-v1, end to end, at a small budget.
+
+Three LLM calls with the 1.5B model on the CPU (answers capped at 400 tokens): the slowest test
+of the suite, kept because it is the path `make demo` takes. It checks the run, not the model's
+skill: the run directory is complete and the best report is the best program's.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from codeworld.cli import main
+
+
+@pytest.mark.timeout(1200)  # three CPU-bound calls; about 3 minutes on two idle cores
+def test_gif_mcts_with_the_embedded_model_writes_a_complete_run(tmp_path, capsys):
+    out = tmp_path / "run"
+    status = main(["synthesize", "CartPole-v1", "--method", "gif-mcts", "--llm", "local",
+                   "--budget", "3", "--seed", "0", "--out", str(out),
+                   "--llm-cache-dir", str(tmp_path / "cache"),
+                   "--set", "sampling.max_tokens=400", "--set", "sampling.temperature=0.7"])
+    printed = capsys.readouterr().out
+    assert status == 0, printed
+
+    meta = json.loads((out / "run.json").read_text())
+    assert meta["status"] == "finished" and meta["method"] == "gif-mcts" and meta["env_id"] == "CartPole-v1"
+    calls = sorted((out / "calls").glob("*.json"))
+    assert len(calls) == 3
+    for call in calls:
+        record = json.loads(call.read_text())
+        assert record["messages"] and record["completion"]["text"].strip()
+        assert record["completion"]["completion_tokens"] > 0
+    assert json.loads(calls[0].read_text())["request"]["action"] == "generate"  # the root's only move
+
+    reports = [json.loads(p.read_text()) for p in sorted((out / "programs").glob("*.json"))]
+    assert len(reports) == 3
+    assert all(0.0 <= r["score"] <= 1.0 for r in reports)
+    best = json.loads((out / "best_report.json").read_text())
+    assert best["score"] == max(r["score"] for r in reports)
+    assert (out / "tree.json").exists() and (out / "accounting.json").exists()
+    accounting = json.loads((out / "accounting.json").read_text())
+    assert accounting["calls"] == 3
+    if any(r["has_program"] for r in reports):
+        assert (out / "best_model.py").read_text().strip()
