@@ -26,7 +26,9 @@ Usage::
     python benchmarks/inference_speed.py [--envs CartPole-v1,HalfCheetah-v4,Humanoid-v4]
         [--llm local] [--transitions 5] [--examples 3] [--cwm CartPole-v1=best_model.py] [--out FILE]
 
-Writes ``benchmarks/results/inference_speed.json`` and ``.md`` (or ``--out`` with those suffixes).
+Writes ``benchmarks/results/inference_speed.json`` and ``.md`` (or ``--out`` with those suffixes)
+after every environment; ``--merge`` keeps the results of other environments already there, so that
+a slow environment (Humanoid) can be measured in a command of its own.
 """
 
 from __future__ import annotations
@@ -192,23 +194,29 @@ def run_simulator(spec, queries) -> dict:
 def markdown(results: dict) -> str:
     meta = results["meta"]
     lines = ["# Inference speed: LLM versus code world model", "",
-             f"Command: `{meta['command']}`", "",
-             f"LLM `{meta['llm']}` as the world model (the predict prompt with {meta['examples']} "
-             f"example transitions, 1 for states over {LARGE_STATE} numbers; greedy, no cache, one "
-             f"call per transition) against a code world model, on {meta['transitions']} transitions "
-             f"per env of the committed buffers (seed {meta['seed']}). Measured {meta['finished_at']} "
-             f"on {meta['machine']}.", "",
-             "| env | LLM s/transition | code s/transition | ratio (LLM / code) | LLM strict acc. "
-             "| code strict acc. | LLM tokens out (mean) | code world model |",
-             "|---|---:|---:|---:|---:|---:|---:|---|"]
+             f"The LLM as the world model (the predict prompt with example transitions, 1 for "
+             f"states over {LARGE_STATE} numbers; greedy, no cache, one call per transition) against "
+             f"a code world model, on transitions of the committed buffers. Measured on "
+             f"{meta['machine']}.", "",
+             "| env | LLM | transitions | examples | LLM s/transition | code s/transition "
+             "| ratio (LLM / code) | LLM strict acc. | code strict acc. | LLM tokens out (mean) "
+             "| code world model |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for env, r in results["envs"].items():
         llm, code = r["llm"], r["code"]
-        lines.append(f"| {env} | {llm['seconds_per_transition']:.3g} | {code['seconds_per_transition']:.3g} "
-                     f"| {r['ratio']:.3g} | {llm['accuracy']['strict']:.2f} | {code['accuracy']['strict']:.2f} "
-                     f"| {np.mean(llm['completion_tokens']):.0f} | {code['kind']} |")
+        lines.append(f"| {env} | {r['llm_spec']} | {len(r['queries'])} | {len(r['examples'])} "
+                     f"| {llm['seconds_per_transition']:.3g} | {code['seconds_per_transition']:.3g} "
+                     f"| {r['ratio']:.3g} | {llm['accuracy']['strict']:.2f} "
+                     f"| {code['accuracy']['strict']:.2f} | {np.mean(llm['completion_tokens']):.0f} "
+                     f"| {code['kind']} |")
     lines += ["", "Accuracy: the sound rule of codeworld.scoring (the env's tolerances on every state "
               "dimension and the reward, done = terminated), each prediction against its own "
-              "transition; an LLM answer that cannot be read counts as wrong.", ""]
+              "transition; an LLM answer that cannot be read counts as wrong. Per-call times are in "
+              "the JSON file (a server that caches the shared prompt prefix answers later calls "
+              "faster).", "", "Commands:", ""]
+    for command in dict.fromkeys(r["command"] for r in results["envs"].values()):
+        lines.append(f"    {command}")
+    lines.append("")
     return "\n".join(lines)
 
 
@@ -228,6 +236,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="context window of the embedded model (Humanoid's 376 numbers need ~16k)")
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "inference_speed.json"),
                         help="JSON output (a .md beside it)")
+    parser.add_argument("--merge", action="store_true",
+                        help="keep the other envs' results already in --out (run envs one at a time)")
     return parser.parse_args(argv)
 
 
@@ -248,11 +258,13 @@ def main(argv: list[str] | None = None) -> int:
         programs[get_spec(env).env_id] = Path(path).read_text(encoding="utf-8")
     command = "python benchmarks/inference_speed.py " + " ".join(
         shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:]))
-    results: dict = {"meta": {
-        "command": command, "llm": args.llm, "transitions": args.transitions,
-        "examples": args.examples, "seed": args.seed,
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
-    }, "envs": {}}
+    out = Path(args.out)
+    results: dict = {"meta": {}, "envs": {}}
+    if args.merge and out.is_file():
+        results["envs"] = json.loads(out.read_text(encoding="utf-8")).get("envs", {})
+    results["meta"]["machine"] = (f"{platform.machine()}, {os.cpu_count()} cores, "
+                                  f"Python {platform.python_version()}")
+    out.parent.mkdir(parents=True, exist_ok=True)
     config = LLMConfig(spec=args.llm, backend=BackendOptions(local_context=args.context), use_cache=False)
     with make_llm(config) as llm:
         for env in envs:
@@ -266,20 +278,20 @@ def main(argv: list[str] | None = None) -> int:
             llm_result = run_llm(llm, spec, describe(env), buffer, examples, batch, max_tokens)
             code = run_program(spec, programs[env], batch) if env in programs else run_simulator(spec, batch)
             ratio = llm_result["seconds_per_transition"] / code["seconds_per_transition"]
-            results["envs"][env] = {"queries": queries, "examples": examples, "max_tokens": max_tokens,
-                                    "llm": llm_result, "code": code, "ratio": ratio}
+            results["envs"][env] = {
+                "command": command, "llm_spec": args.llm, "seed": args.seed, "queries": queries,
+                "examples": examples, "max_tokens": max_tokens, "llm": llm_result, "code": code,
+                "ratio": ratio,
+                "finished_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
             print(f"  LLM {llm_result['seconds_per_transition']:.3g} s/transition "
                   f"(strict accuracy {llm_result['accuracy']['strict']:.2f}), code "
                   f"{code['seconds_per_transition']:.3g} s/transition "
                   f"(strict accuracy {code['accuracy']['strict']:.2f}): ratio {ratio:.3g}", flush=True)
-    results["meta"]["finished_at"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
-    text = markdown(results)
-    out.with_suffix(".md").write_text(text, encoding="utf-8")
+            # written after every env, so that a long run keeps what it measured
+            out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+            out.with_suffix(".md").write_text(markdown(results), encoding="utf-8")
     print()
-    print(text)
+    print(markdown(results))
     return 0
 
 

@@ -111,3 +111,10 @@ def test_main_writes_json_and_markdown(tmp_path):
     assert entry["code"]["accuracy"]["strict"] == 1.0
     assert np.isfinite(entry["ratio"]) and len(entry["queries"]) == 2
     assert "| CartPole-v1 |" in out.with_suffix(".md").read_text()
+    # --merge measures another env in a command of its own and keeps the first one's results
+    assert bench.main(["--envs", "Taxi-v4", "--llm", f"scripted:{script}", "--transitions", "2",
+                       "--out", str(out), "--merge"]) == 0
+    data = json.loads(out.read_text())
+    assert set(data["envs"]) == {ENV, "Taxi-v4"}
+    assert data["envs"]["Taxi-v4"]["llm"]["errors"]  # a 4-number answer for a 1-number state
+    assert data["envs"][ENV]["command"] != data["envs"]["Taxi-v4"]["command"]
