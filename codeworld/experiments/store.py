@@ -18,21 +18,13 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Iterator
 
 from codeworld.experiments.jobs import Job
-from codeworld.synthesis.run_dir import write_atomic
+from codeworld.synthesis.run_dir import _json_default, write_atomic
 
 FINISHED = "finished"
 FAILED = "failed"
-
-
-def _json_default(value: Any) -> Any:
-    if hasattr(value, "tolist"):
-        return value.tolist()
-    if hasattr(value, "item"):
-        return value.item()
-    return str(value)
 
 
 class ResultsStore:
@@ -57,9 +49,7 @@ class ResultsStore:
         path = self.path(job)
         try:
             return json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return None
-        except (OSError, json.JSONDecodeError):
+        except (OSError, json.JSONDecodeError):  # missing, or not a whole record
             return None
 
     def is_finished(self, job: Job) -> bool:
