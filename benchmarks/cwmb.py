@@ -162,6 +162,7 @@ def job_metrics(record: dict) -> dict | None:
         "normalized_return": planning.get("normalized_return"),
         "return_note": planning.get("normalized_note") if planning else result.get("note"),
         "calls": result.get("calls"),
+        "cached_calls": (result.get("accounting") or {}).get("cached_calls"),
         "tokens": (result.get("accounting") or {}).get("tokens"),
         "history": [e["best"] for e in result.get("history", [])],
         "seconds": record.get("seconds"),
@@ -183,7 +184,7 @@ def aggregate(records: list[dict], envs: list[str], methods: list[str]) -> dict:
                            "failed": sum(1 for r in failed if r["job"]["method"] == method
                                          and get_spec(r["job"]["env_id"]).env_id == env)}
             for key in ("accuracy_sound", "accuracy_paper", "accuracy_paper_buffer",
-                        "normalized_return", "calls", "tokens", "seconds"):
+                        "normalized_return", "calls", "cached_calls", "tokens", "seconds"):
                 values = [float(r[key]) for r in rows if r[key] is not None]
                 entry[key] = _mean(values)
                 entry[f"{key}_stderr"] = _stderr(values)
@@ -259,7 +260,8 @@ def markdown(summary: dict, meta: dict, paper: dict) -> str:
     lines += ["", f"Paper: {PAPER}. {PAPER_NOTE}", "",
               "## Per environment", "",
               "| env | method | seeds | accuracy (sound) | accuracy (paper rule) "
-              "| accuracy (paper rule, paper's buffer) | normalized return | LLM calls | tokens | minutes |",
+              "| accuracy (paper rule, paper's buffer) | normalized return | LLM calls (from cache) "
+              "| tokens | minutes |",
               "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for env in meta["envs"]:
         for method in methods:
@@ -271,12 +273,15 @@ def markdown(summary: dict, meta: dict, paper: dict) -> str:
             minutes = None if e["seconds"] is None else e["seconds"] / 60
             lines.append(f"| {env} | {method} | {seeds} | {_pm(e['accuracy_sound'], e['accuracy_sound_stderr'])} "
                          f"| {_pm(e['accuracy_paper'], e['accuracy_paper_stderr'])} "
-                         f"| {_fmt(e['accuracy_paper_buffer'])} | {ret} | {_fmt(e['calls'], 1)} "
+                         f"| {_fmt(e['accuracy_paper_buffer'])} | {ret} "
+                         f"| {_fmt(e['calls'], 1)} ({_fmt(e['cached_calls'], 1)}) "
                          f"| {_fmt(e['tokens'], 0)} | {_fmt(minutes, 1)} |")
     lines += ["", "Accuracy: the best program's score on the environment's committed buffer "
               "(sound: codeworld's tolerances, done = terminated; paper rule: the paper's comparison, "
               "with its reward-balanced weighting); the third accuracy column scores the same program "
-              "on the paper's own buffer where it exists. Normalized return: "
+              "on the paper's own buffer where it exists. LLM calls from cache: answered from the "
+              "completion cache, where the same prompt and sampling seed had been sent before. "
+              "Normalized return: "
               "(R_model - R_random) / (R_oracle - R_random) over the planning episodes. Group means "
               "are over environments (discrete and continuous actions; RTFM apart); a return mean is "
               "over the environments where it is defined (their number in brackets).", ""]
@@ -415,6 +420,8 @@ def main(argv: list[str] | None = None) -> int:
                 options=job_options(args))
     command = "python benchmarks/cwmb.py " + " ".join(shlex.quote(a) for a in (
         argv if argv is not None else sys.argv[1:]))
+    if args.report_only and (out / "table.json").is_file():  # the tables keep the command that ran
+        command = json.loads((out / "table.json").read_text(encoding="utf-8"))["meta"]["command"]
     started = time.perf_counter()
     if not args.report_only:
         print(f"cwmb: {len(jobs)} jobs ({len(envs)} envs x {len(methods)} methods x {args.seeds} seeds), "
