@@ -9,38 +9,21 @@ wrong (mispredicted transitions, or a goal the planner cannot reach), *fix* the 
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from codeworld.agent.model import normalize_state, state_diff
 from codeworld.llm import extract_code
 from codeworld.llm.extract import CodeExtractionError
-from codeworld.llm.prompts import PromptError, fill, placeholders, split_sections
+from codeworld.llm.prompts import render
 from codeworld.synthesis.types import FIX, GENERATE, Request
 
 PROMPT_DIR = Path(__file__).resolve().parent / "prompts"
-_INCLUDE = re.compile(r"\{\{>\s*([A-Za-z_]\w*)\s*\}\}")
-
-
-def load_agent_template(name: str) -> str:
-    """The text of the agent's template ``name`` with its includes expanded."""
-    path = PROMPT_DIR / f"{name}.txt"
-    if not path.is_file():
-        raise PromptError(f"no agent prompt template {name!r}")
-    text = path.read_text(encoding="utf-8")
-    return _INCLUDE.sub(lambda m: load_agent_template(m.group(1)).rstrip("\n"), text)
 
 
 def render_agent(name: str, **values: object) -> list[dict]:
     """Chat messages of the agent's template ``name`` filled with ``values`` (all must be used)."""
-    template = load_agent_template(name)
-    fill(template, **values)  # fails on a missing or unused value
-    messages = split_sections(template)
-    for message in messages:
-        names = placeholders(message["content"])
-        message["content"] = fill(message["content"], **{k: values[k] for k in names})
-    return messages
+    return render(name, PROMPT_DIR, **values)
 
 
 def compact(value: object) -> str:

@@ -282,14 +282,9 @@ def run_tests(source: str, inputs: list, outputs: list, fn_name: str | None = No
 
 
 def _render(name: str, **values: Any) -> list[dict]:
-    from codeworld.llm.prompts import fill, placeholders, split_sections
+    from codeworld.llm.prompts import render
 
-    template = (PROMPT_DIR / f"{name}.txt").read_text(encoding="utf-8")
-    fill(template, **values)  # checks the values against the whole template
-    messages = split_sections(template)
-    for message in messages:
-        message["content"] = fill(message["content"], **{k: values[k] for k in placeholders(message["content"])})
-    return messages
+    return render(name, PROMPT_DIR, **values)
 
 
 def _show(value: Any) -> str:

@@ -36,18 +36,23 @@ class PromptError(ValueError):
     """A template and its values do not match, or a template is malformed."""
 
 
-def load_template(name: str) -> str:
+def load_template(name: str, directory: Path | None = None) -> str:
     """The text of template ``name`` with its includes expanded.
+
+    Args:
+        name: the template's file name without ``.txt``.
+        directory: where the templates are (default: the package's prompts for world models).
 
     Raises:
         PromptError: no such template (the message lists those that exist).
     """
-    path = PROMPT_DIR / f"{name}.txt"
+    directory = PROMPT_DIR if directory is None else directory
+    path = directory / f"{name}.txt"
     if not path.is_file():
-        known = sorted(p.stem for p in PROMPT_DIR.glob("*.txt"))
+        known = sorted(p.stem for p in directory.glob("*.txt"))
         raise PromptError(f"no prompt template {name!r}; templates: {', '.join(known)}")
     text = path.read_text(encoding="utf-8")
-    return _INCLUDE.sub(lambda m: load_template(m.group(1)).rstrip("\n"), text)
+    return _INCLUDE.sub(lambda m: load_template(m.group(1), directory).rstrip("\n"), text)
 
 
 def placeholders(template: str) -> set[str]:
@@ -98,13 +103,13 @@ def split_sections(text: str) -> list[dict]:
     return messages
 
 
-def render(name: str, **values: object) -> list[dict]:
-    """The chat messages of template ``name`` filled with ``values``.
+def render(name: str, directory: Path | None = None, **values: object) -> list[dict]:
+    """The chat messages of template ``name`` (in `directory`, see `load_template`) filled with ``values``.
 
     Raises:
         PromptError: unknown template, or values that do not match its placeholders.
     """
-    template = load_template(name)
+    template = load_template(name, directory)
     fill(template, **values)  # checks the values against the whole template
     # Fill each section separately, so that a value containing a section line stays inside it.
     messages = split_sections(template)
