@@ -23,9 +23,17 @@ static inline uint64_t rng_next(void) {
 
 static inline double rng_uniform(void) { return (double)(rng_next() >> 11) * (1.0 / 9007199254740992.0); }
 
-static inline double rng_normal(void) {
-  double u1 = 1.0 - rng_uniform(), u2 = rng_uniform();
-  return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+/* Two standard normals by the polar method, as the planners draw them. */
+static inline void rng_normal_pair(double* z0, double* z1) {
+  double u, v, s;
+  do {
+    u = 2.0 * rng_uniform() - 1.0;
+    v = 2.0 * rng_uniform() - 1.0;
+    s = u * u + v * v;
+  } while (s >= 1.0 || s == 0.0);
+  double f = sqrt(-2.0 * log(s) / s);
+  *z0 = u * f;
+  *z1 = v * f;
 }
 
 /* n_rollouts random-action rollouts of up to `depth` steps from `root`. Returns model steps. */
@@ -86,9 +94,11 @@ int64_t cem(StepFn fn, const double* start, int64_t n_state, int64_t n_action, c
   }
   for (int64_t it = 0; it < iterations; ++it) {
     for (int64_t s = 0; s < n_samples; ++s) {
+      double z[2] = {0.0, 0.0};
       for (int64_t i = 0; i < seq; ++i) {
         int64_t d = i % n_action;
-        double v = mean[i] + std[i] * rng_normal();
+        if (i % 2 == 0) rng_normal_pair(&z[0], &z[1]);
+        double v = mean[i] + std[i] * z[i % 2];
         samples[s * seq + i] = v < low[d] ? low[d] : (v > high[d] ? high[d] : v);
       }
       memcpy(cur, start, sizeof(double) * n_state);

@@ -77,8 +77,10 @@ def cem_plan(
     num_elites: int,
     gamma: float,
     seed: int,
+    threads: int = 1,
 ) -> tuple[npt.NDArray[np.float64], float, npt.NDArray[np.float64], npt.NDArray[np.float64], int, int]:
-    """CEM through a compiled model. Returns (plan, best_return, mean, std, status, model_steps)."""
+    """CEM through a compiled model, its rollouts on `threads` threads (the plan does not depend on
+    the count). Returns (plan, best_return, mean, std, status, model_steps)."""
 
 def cem_plan_batched(
     step_batch: Callable[[npt.NDArray[np.float64], npt.NDArray[np.float64]], tuple],

@@ -261,7 +261,7 @@ def _numba_helpers():
         import numba
 
         from numba import types as nt
-        from numba.extending import overload
+        from numba.extending import intrinsic, overload
 
         def flat_float64(value):
             """The model's next state as a 1-D float64 array (a view when it already is one)."""
@@ -286,7 +286,18 @@ def _numba_helpers():
                 return False
             return not (start == base and stride == 8)
 
-        _HELPERS = (flat_float64, overlaps_differently)
+        @intrinsic
+        def stack_doubles(typingctx, n):
+            """Room for n float64 in the calling function's stack frame, freed when it returns.
+
+            Only for the callback's own body (an alloca in a helper would die with the helper).
+            """
+            def codegen(context, builder, signature, args):
+                return builder.alloca(context.get_value_type(nt.float64), size=args[0])
+
+            return nt.CPointer(nt.float64)(nt.int64), codegen
+
+        _HELPERS = (flat_float64, overlaps_differently, stack_doubles)
     return _HELPERS
 
 
@@ -305,29 +316,27 @@ def compile_step(step: Callable, discrete: bool):
     from numba import carray, types as nt
 
     jitted = numba.njit(cache=False)(step)
-    _flat_float64, _overlaps_differently = _numba_helpers()
     sig = nt.int32(
         nt.CPointer(nt.float64), nt.int64, nt.CPointer(nt.float64), nt.int64,
         nt.CPointer(nt.float64), nt.CPointer(nt.float64), nt.CPointer(nt.uint8),
     )
 
-    if discrete:
-        @numba.njit
-        def convert_action(action_ptr, n_action):
-            return np.int64(action_ptr[0])
-    else:
-        @numba.njit
-        def convert_action(action_ptr, n_action):
-            return carray(action_ptr, (n_action,)).copy()
+    _flat_float64, _overlaps_differently, _stack_doubles = _numba_helpers()
 
     @numba.cfunc(sig, error_model="python")
     def callback(state_ptr, n_state, action_ptr, n_action, out_state, out_reward, out_done):
-        # The model gets a private copy of the state, made in the output buffer to save an
-        # allocation per step; the caller's input is never written.
+        # The model gets private copies of its inputs, so the caller's buffers are never written:
+        # the state is copied into the output buffer and a continuous action into this call's
+        # stack frame, which saves a heap allocation per step for each.
         state = carray(out_state, (n_state,))
         for i in range(n_state):
             state[i] = state_ptr[i]
-        action = convert_action(action_ptr, n_action)
+        if discrete:
+            action = np.int64(action_ptr[0])
+        else:
+            action = carray(_stack_doubles(n_action), (n_action,))
+            for i in range(n_action):
+                action[i] = action_ptr[i]
         try:
             result = jitted(state, action)
             nxt = _flat_float64(result[0])

@@ -38,7 +38,7 @@ static py::tuple run_cem(Stepper& stepper, DArray start, DArray low, DArray high
 }
 
 static CemParams cem_params(int64_t horizon, int64_t iterations, int64_t num_samples, int64_t num_elites,
-                            double gamma, uint64_t seed, bool time_major) {
+                            double gamma, uint64_t seed, bool time_major, int64_t threads = 1) {
   CemParams p;
   p.horizon = horizon;
   p.iterations = iterations;
@@ -47,6 +47,7 @@ static CemParams cem_params(int64_t horizon, int64_t iterations, int64_t num_sam
   p.gamma = gamma;
   p.seed = seed;
   p.time_major = time_major;
+  p.threads = threads;
   return p;
 }
 
@@ -55,17 +56,19 @@ void bind_cem(py::module_& m) {
       "cem_plan",
       [](uintptr_t address, DArray start_state, DArray low, DArray high, DArray init_mean, DArray init_std,
          int64_t horizon, int64_t iterations, int64_t num_samples, int64_t num_elites, double gamma,
-         uint64_t seed) {
+         uint64_t seed, int64_t threads) {
         if (address == 0) throw py::value_error("cem_plan: null model address");
+        if (threads < 1) throw py::value_error("cem_plan: threads must be >= 1");
         CompiledStepper stepper{step_fn_from_address(address), start_state.ndim() == 1 ? start_state.shape(0) : 0,
                                 static_cast<int64_t>(low.size())};
         return run_cem(stepper, start_state, low, high, init_mean, init_std,
-                       cem_params(horizon, iterations, num_samples, num_elites, gamma, seed, false));
+                       cem_params(horizon, iterations, num_samples, num_elites, gamma, seed, false, threads));
       },
       py::arg("address"), py::arg("start_state"), py::arg("low"), py::arg("high"), py::arg("init_mean"),
       py::arg("init_std"), py::arg("horizon"), py::arg("iterations"), py::arg("num_samples"),
-      py::arg("num_elites"), py::arg("gamma"), py::arg("seed"),
-      "CEM through a compiled model. Returns (plan, best_return, mean, std, status, model_steps).");
+      py::arg("num_elites"), py::arg("gamma"), py::arg("seed"), py::arg("threads") = 1,
+      "CEM through a compiled model, its rollouts on `threads` threads (the plan does not depend on "
+      "the count). Returns (plan, best_return, mean, std, status, model_steps).");
 
   m.def(
       "cem_plan_batched",

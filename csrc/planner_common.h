@@ -30,11 +30,19 @@ class SplitMix64 {
   // Uniform integer in [0, n) (modulo reduction: the bias is below 2^-50 for small n).
   int64_t integer(int64_t n) { return static_cast<int64_t>(next() % static_cast<uint64_t>(n)); }
 
-  // Standard normal by Box-Muller, one value per two uniforms.
-  double normal() {
-    const double u1 = 1.0 - uniform();  // (0, 1]: log is finite
-    const double u2 = uniform();
-    return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+  // Two independent standard normals by Marsaglia's polar method: points drawn uniformly in the
+  // square [-1, 1)^2 until one falls strictly inside the unit disc (and off its centre), then
+  // scaled. No trigonometry, and both values of a pair are used.
+  void normal_pair(double& z0, double& z1) {
+    double u, v, s;
+    do {
+      u = 2.0 * uniform() - 1.0;
+      v = 2.0 * uniform() - 1.0;
+      s = u * u + v * v;
+    } while (s >= 1.0 || s == 0.0);
+    const double f = std::sqrt(-2.0 * std::log(s) / s);
+    z0 = u * f;
+    z1 = v * f;
   }
 
  private:

@@ -16,7 +16,6 @@ _GOLDEN = 0x9E3779B97F4A7C15
 _MIX1 = 0xBF58476D1CE4E5B9
 _MIX2 = 0x94D049BB133111EB
 _MASK = (1 << 64) - 1
-_TWO_PI = 6.283185307179586
 _INV_2_53 = 1.0 / 9007199254740992.0
 
 
@@ -45,10 +44,16 @@ def rng_integer(state, n):
 
 
 @numba.njit(cache=True, inline="always")
-def rng_normal(state):
-    u1 = 1.0 - rng_uniform(state)
-    u2 = rng_uniform(state)
-    return math.sqrt(-2.0 * math.log(u1)) * math.cos(_TWO_PI * u2)
+def rng_normal_pair(state):
+    """Two standard normals by Marsaglia's polar method (as ``normal_pair`` in C++)."""
+    while True:
+        u = 2.0 * rng_uniform(state) - 1.0
+        v = 2.0 * rng_uniform(state) - 1.0
+        s = u * u + v * v
+        if s < 1.0 and s != 0.0:
+            break
+    f = math.sqrt(-2.0 * math.log(s) / s)
+    return u * f, v * f
 
 
 class SplitMix64:
@@ -70,7 +75,12 @@ class SplitMix64:
     def integer(self, n: int) -> int:
         return self.next() % n
 
-    def normal(self) -> float:
-        u1 = 1.0 - self.uniform()
-        u2 = self.uniform()
-        return math.sqrt(-2.0 * math.log(u1)) * math.cos(_TWO_PI * u2)
+    def normal_pair(self) -> tuple[float, float]:
+        while True:
+            u = 2.0 * self.uniform() - 1.0
+            v = 2.0 * self.uniform() - 1.0
+            s = u * u + v * v
+            if s < 1.0 and s != 0.0:
+                break
+        f = math.sqrt(-2.0 * math.log(s) / s)
+        return u * f, v * f

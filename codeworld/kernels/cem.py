@@ -14,53 +14,93 @@ step with every live sample. On the Numba backend the batched path runs the Pyth
 from __future__ import annotations
 
 import math
+import os
 
 import numba
 import numpy as np
 
 from codeworld._backend import backend, core
-from codeworld.kernels._plan_rng import SplitMix64, rng_normal, seed_state
+from codeworld.kernels._plan_rng import SplitMix64, rng_normal_pair, seed_state
 from codeworld.kernels.mcts import BatchStep, _check_status
 
 
 @numba.njit(cache=True)
-def _cem_numba(fn, start_state, low, high, init_mean, init_std, iterations, num_samples, num_elites, gamma,
-               rng, plan, mean):
-    horizon, n_action = init_mean.shape
+def _rollout_block(fn, start_state, samples, gamma, begin, end, returns):
+    """Roll out samples [begin, end); returns (first failing sample or end, its status, steps)."""
     n_state = start_state.shape[0]
+    horizon, n_action = samples.shape[1], samples.shape[2]
+    cur = np.zeros(n_state)
+    nxt = np.zeros(n_state)
+    rew = np.zeros(1)
+    done = np.zeros(1, np.uint8)
+    steps = 0
+    for s in range(begin, end):
+        cur[:] = start_state
+        total = 0.0
+        discount = 1.0
+        for t in range(horizon):
+            st = fn(cur.ctypes, n_state, samples[s, t].ctypes, n_action, nxt.ctypes, rew.ctypes, done.ctypes)
+            steps += 1
+            if st != 0:
+                return s, st, steps
+            total += discount * rew[0]
+            discount *= gamma
+            cur, nxt = nxt, cur
+            if done[0] != 0:
+                break
+        returns[s] = total
+    return end, 0, steps
+
+
+@numba.njit(cache=True, parallel=True)
+def _rollouts_parallel(fn, start_state, samples, gamma, returns, threads):
+    """`_rollout_block` over `threads` contiguous blocks of samples, one per Numba thread."""
+    n = samples.shape[0]
+    fails = np.full(threads, n, np.int64)
+    statuses = np.zeros(threads, np.int32)
+    steps = np.zeros(threads, np.int64)
+    for k in numba.prange(threads):
+        f, st, c = _rollout_block(fn, start_state, samples, gamma, n * k // threads, n * (k + 1) // threads,
+                                  returns)
+        fails[k] = f
+        statuses[k] = st
+        steps[k] = c
+    failed, status = n, 0
+    for k in range(threads):  # the first failing sample, as one thread would find it
+        if fails[k] < failed:
+            failed, status = fails[k], statuses[k]
+    return status, steps.sum()
+
+
+@numba.njit(cache=True)
+def _cem_numba(fn, start_state, low, high, init_mean, init_std, iterations, num_samples, num_elites, gamma,
+               rng, plan, mean, threads):
+    horizon, n_action = init_mean.shape
     K = min(num_elites, num_samples)
     samples = np.zeros((num_samples, horizon, n_action))
     returns = np.zeros(num_samples)
     std = init_std.copy()
     mean[:, :] = init_mean
-    cur = np.zeros(n_state)
-    nxt = np.zeros(n_state)
-    rew = np.zeros(1)
-    done = np.zeros(1, np.uint8)
     best_return = -np.inf
     steps = 0
+    threads = max(1, min(threads, num_samples))
     for _ in range(iterations):
+        seq = horizon * n_action
         for s in range(num_samples):
-            for t in range(horizon):
-                for d in range(n_action):
-                    v = mean[t, d] + std[t, d] * rng_normal(rng)
-                    samples[s, t, d] = min(max(v, low[d]), high[d])
-        for s in range(num_samples):
-            cur[:] = start_state
-            total = 0.0
-            discount = 1.0
-            for t in range(horizon):
-                st = fn(cur.ctypes, n_state, samples[s, t].ctypes, n_action, nxt.ctypes, rew.ctypes,
-                        done.ctypes)
-                steps += 1
-                if st != 0:
-                    return best_return, std, st, steps
-                total += discount * rew[0]
-                discount *= gamma
-                cur, nxt = nxt, cur
-                if done[0] != 0:
-                    break
-            returns[s] = total
+            for i in range(0, seq, 2):  # normals in pairs over the flat (time, dimension) index
+                z0, z1 = rng_normal_pair(rng)
+                t, d = i // n_action, i % n_action
+                samples[s, t, d] = min(max(mean[t, d] + std[t, d] * z0, low[d]), high[d])
+                if i + 1 < seq:
+                    t, d = (i + 1) // n_action, (i + 1) % n_action
+                    samples[s, t, d] = min(max(mean[t, d] + std[t, d] * z1, low[d]), high[d])
+        if threads > 1:
+            st, c = _rollouts_parallel(fn, start_state, samples, gamma, returns, threads)
+        else:
+            _failed, st, c = _rollout_block(fn, start_state, samples, gamma, 0, num_samples, returns)
+        steps += c
+        if st != 0:
+            return best_return, std, st, steps
         order = np.argsort(-returns, kind="mergesort")
         if returns[order[0]] > best_return:
             best_return = returns[order[0]]
@@ -100,11 +140,15 @@ def cem_reference(step_batch: BatchStep, start_state, low, high, init_mean, init
     steps = 0
     for _ in range(iterations):
         samples = np.zeros((num_samples, horizon, n_action))
+        seq = horizon * n_action
         for s in range(num_samples):
-            for t in range(horizon):
-                for d in range(n_action):
-                    v = float(mean[t, d]) + float(std[t, d]) * rng.normal()
-                    samples[s, t, d] = min(max(v, low[d]), high[d])
+            for i in range(0, seq, 2):
+                pair = rng.normal_pair()
+                for j, z in zip((i, i + 1), pair):
+                    if j < seq:
+                        t, d = divmod(j, n_action)
+                        v = float(mean[t, d]) + float(std[t, d]) * z
+                        samples[s, t, d] = min(max(v, low[d]), high[d])
         returns = [0.0] * num_samples
         discount = [1.0] * num_samples
         alive = [True] * num_samples
@@ -141,6 +185,19 @@ def cem_reference(step_batch: BatchStep, start_state, low, high, init_mean, init
     return plan, best_return, mean, std, steps
 
 
+def resolve_threads(threads: int) -> int:
+    """A planner's thread count: `threads` itself, or every core this process may use for 0."""
+    threads = int(threads)
+    if threads < 0:
+        raise ValueError(f"threads must be >= 0 (0: all cores), got {threads}")
+    if threads == 0:
+        try:
+            return max(1, len(os.sched_getaffinity(0)))
+        except AttributeError:
+            return max(1, os.cpu_count() or 1)
+    return threads
+
+
 def _prepare(start_state, low, high, init_mean, init_std):
     start_state = np.ascontiguousarray(start_state, dtype=np.float64).ravel()
     low = np.ascontiguousarray(low, dtype=np.float64).ravel()
@@ -154,7 +211,7 @@ def _prepare(start_state, low, high, init_mean, init_std):
 
 
 def cem_plan(model, start_state, low, high, init_mean, init_std, iterations: int, num_samples: int,
-             num_elites: int, gamma: float, seed: int):
+             num_elites: int, gamma: float, seed: int, threads: int = 1):
     """Plan an action sequence through a compiled model (``model.address`` / ``model.cfunc``).
 
     Args:
@@ -165,6 +222,8 @@ def cem_plan(model, start_state, low, high, init_mean, init_std, iterations: int
         iterations, num_samples, num_elites: CEM's budget.
         gamma: discount of rewards along a sequence.
         seed: the generator's seed.
+        threads: threads rolling out the samples of an iteration (0: every core this process may
+            use). The plan does not depend on it: the samples are drawn before the rollouts.
 
     Returns:
         (plan (horizon, n_action), best_return, mean, std, model_steps).
@@ -175,16 +234,20 @@ def cem_plan(model, start_state, low, high, init_mean, init_std, iterations: int
     start_state, low, high, init_mean, init_std = _prepare(start_state, low, high, init_mean, init_std)
     seed = int(seed) & ((1 << 64) - 1)
     horizon = init_mean.shape[0]
+    threads = resolve_threads(threads)
     if backend() == "cpp":
         plan, best, mean, std, status, steps = core().cem_plan(
             model.address, start_state, low, high, init_mean, init_std, horizon, int(iterations),
-            int(num_samples), int(num_elites), float(gamma), seed)
+            int(num_samples), int(num_elites), float(gamma), seed, threads)
     else:
         plan = np.zeros_like(init_mean)
         mean = np.zeros_like(init_mean)
+        if threads > 1:
+            threads = min(threads, numba.config.NUMBA_NUM_THREADS)
+            numba.set_num_threads(threads)
         best, std, status, steps = _cem_numba(model.cfunc, start_state, low, high, init_mean, init_std,
                                               int(iterations), int(num_samples), int(num_elites),
-                                              float(gamma), seed_state(seed), plan, mean)
+                                              float(gamma), seed_state(seed), plan, mean, threads)
     _check_status(status, "cem")
     return plan, float(best), mean, std, int(steps)
 

@@ -58,6 +58,8 @@ class CemConfig:
             receding-horizon control (MPC).
         warm_start: start a new plan's mean from the previous plan's mean, shifted by the steps
             executed (only matters when replanning).
+        threads: threads rolling out the samples through a compiled model (0: every core this
+            process may use). Plans do not depend on it, so cached baselines ignore it.
     """
 
     horizon: int = 100
@@ -68,8 +70,11 @@ class CemConfig:
     init_std: float = 0.5
     replan_every: int | None = None
     warm_start: bool = True
+    threads: int = 1
 
     def __post_init__(self) -> None:
+        if self.threads < 0:
+            raise ValueError("threads must be >= 0 (0: every core)")
         if min(self.horizon, self.iterations, self.num_samples, self.num_elites) < 1:
             raise ValueError("horizon, iterations, num_samples and num_elites must be >= 1")
         if self.num_elites > self.num_samples:
@@ -108,6 +113,10 @@ def config_to_dict(config) -> dict:
     """A config as a plain dict with its planner name (for caches, reports and the worker)."""
     planner = next(name for name, cls in CONFIG_TYPES.items() if isinstance(config, cls))
     return {"planner": planner, **{f.name: getattr(config, f.name) for f in fields(config)}}
+
+
+# Fields that change how fast a plan is made, not which plan: left out of cache keys.
+SPEED_ONLY_FIELDS = frozenset({"threads"})
 
 
 def config_from_dict(data: dict):

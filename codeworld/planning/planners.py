@@ -125,7 +125,7 @@ class CemPlanner:
         mean, std = self._initial()
         args = (state, self.low, self.high, mean, std, c.iterations, c.num_samples, c.num_elites, c.gamma, seed)
         if access.compiled is not None:
-            plan, best, final_mean, _std, steps = cem_plan(access.compiled, *args)
+            plan, best, final_mean, _std, steps = cem_plan(access.compiled, *args, threads=c.threads)
         else:
             plan, best, final_mean, _std, steps = cem_plan_batched(access.step_batch, *args)
         self.model_steps += steps
