@@ -187,3 +187,21 @@ def test_receding_horizon_cem_executes_part_of_each_plan_and_warm_starts():
     open_loop = CemPlanner(make_config("cem", horizon=10, iterations=1, num_samples=10, num_elites=2),
                            action_low=[-2.0], action_high=[2.0])
     assert len(open_loop.act(ModelAccess(compiled=model), np.array([-1.0, 0.0, 0.0]), seed=1)) == 10
+
+
+@pytest.mark.parametrize("backend_name", ["cpp", "numba"])
+def test_cem_on_two_threads_in_the_worker_plans_as_on_one(backend_name, monkeypatch):
+    """Threads are allowed by the worker's seccomp filter, and the plan does not depend on them."""
+    monkeypatch.setenv("CODEWORLD_BACKEND", backend_name)
+    plans = {}
+    for threads in (1, 2):
+        config = config_to_dict(make_config("cem", horizon=15, iterations=3, num_samples=40, num_elites=5,
+                                            threads=threads))
+        with ModelWorker(PENDULUM, discrete=False) as worker:
+            reset = worker.call("codeworld.planning.ops:plan_reset", config=config, action_low=[-2.0],
+                                action_high=[2.0])
+            assert reset.ok and reset.value["access"] == "compiled", reset.summary()
+            reply = worker.call("codeworld.planning.ops:plan_act", state=np.array([1.0, 0.0, 0.5]), seed=4)
+            assert reply.ok, reply.summary()
+            plans[threads] = reply.value
+    assert plans[1] == plans[2]
