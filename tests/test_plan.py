@@ -205,3 +205,21 @@ def test_cem_on_two_threads_in_the_worker_plans_as_on_one(backend_name, monkeypa
             assert reply.ok, reply.summary()
             plans[threads] = reply.value
     assert plans[1] == plans[2]
+
+
+def test_cached_oracle_results_ignore_the_thread_count(tmp_path, monkeypatch):
+    monkeypatch.setenv("CODEWORLD_CACHE_DIR", str(tmp_path))
+    small = {"horizon": 4, "iterations": 1, "num_samples": 6, "num_elites": 2}
+    first = evaluate("Pendulum-v1", None, make_config("cem", **small), episodes=1, seed=0, max_steps=3,
+                     policies=("oracle",))
+    again = evaluate("Pendulum-v1", None, make_config("cem", threads=2, **small), episodes=1, seed=0,
+                     max_steps=3, policies=("oracle",))
+    other = evaluate("Pendulum-v1", None, make_config("cem", **{**small, "num_samples": 7}), episodes=1,
+                     seed=0, max_steps=3, policies=("oracle",))
+    assert not first.oracle.cached and again.oracle.cached and not other.oracle.cached
+    assert again.oracle.returns == first.oracle.returns
+
+
+def test_a_negative_thread_count_is_a_config_error():
+    with pytest.raises(ValueError, match="threads"):
+        make_config("cem", threads=-1)
