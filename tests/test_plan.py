@@ -223,3 +223,11 @@ def test_cached_oracle_results_ignore_the_thread_count(tmp_path, monkeypatch):
 def test_a_negative_thread_count_is_a_config_error():
     with pytest.raises(ValueError, match="threads"):
         make_config("cem", threads=-1)
+
+
+def test_a_program_without_a_step_ends_the_model_run_with_a_record_not_an_exception():
+    result = evaluate("CartPole-v1", "import numpy as np\nx = np.zeros(4)\n", make_config("mcts"), episodes=1,
+                      seed=0, max_steps=5, policies=("model",))
+    assert result.model.status == "exception"
+    assert "not a world model" in result.model.message and "def step" in result.model.message
+    assert result.model.returns == []

@@ -258,8 +258,14 @@ def run_model(env_id: str, source: str, config=None, episodes: int = 10, seed: i
 
     spec = get_spec(env_id)
     config = config or make_config(spec.planner)
+    from codeworld.model import ModelSourceError
+
     limits = limits or SandboxLimits(timeout_s=decision_timeout_s, preload_numba=compile)
-    worker = ModelWorker(source, discrete=spec.discrete, compile=compile, limits=limits)
+    try:
+        worker = ModelWorker(source, discrete=spec.discrete, compile=compile, limits=limits)
+    except ModelSourceError as exc:  # not a world model at all: nothing to plan with
+        where = f" (line {exc.line})" if getattr(exc, "line", None) else ""
+        return ReturnStats("model", status="exception", message=f"the program is not a world model{where}: {exc}")
     model_steps = 0
     reset_args = {"config": config_to_dict(config), "n_actions": spec.n_actions,
                   "action_low": list(spec.action_low), "action_high": list(spec.action_high)}
