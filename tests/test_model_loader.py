@@ -153,6 +153,27 @@ def test_a_model_mutating_its_input_does_not_corrupt_the_batch(kernel_backend):
     np.testing.assert_array_equal(states, 0.0)
 
 
+def test_a_model_mutating_and_returning_its_continuous_action_is_stepped_right(kernel_backend):
+    """The compiled callback hands the model a copy of the action in its own stack frame: the
+    model may write to it and even return it as the next state (copied out before the frame ends)."""
+    source = (
+        "def step(state, action):\n"
+        "    action[0] = action[0] * 2.0 + state[0]\n"
+        "    return action, float(action[1]), False\n"
+    )
+    states = np.array([[1.0, 0.0], [2.0, 0.0], [3.0, 0.0]])
+    actions = np.array([[0.5, -1.0], [1.5, 4.0], [2.5, 7.0]])
+    kept = actions.copy()
+    with ModelWorker(source, discrete=False) as worker:
+        assert worker.load().value["compiled"]
+        pred = worker.predict(states, actions)
+    assert pred.ok
+    np.testing.assert_array_equal(pred.next_states[:, 0], kept[:, 0] * 2.0 + states[:, 0])
+    np.testing.assert_array_equal(pred.next_states[:, 1], kept[:, 1])
+    np.testing.assert_array_equal(pred.rewards, kept[:, 1])
+    np.testing.assert_array_equal(actions, kept)
+
+
 @pytest.mark.parametrize("body", [
     "return state[::-1], 0.0, False",            # a reversed view of the input
     "state[0] += 1.0\n    return state, 0.0, False",  # the mutated input itself
