@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <limits>
 #include <numeric>
+#include <system_error>
 #include <thread>
 #include <type_traits>
 #include <vector>
@@ -124,8 +125,12 @@ CemResult cem_plan(Stepper& step, const double* start_state, int64_t n_state, in
           pool.reserve(T - 1);
           for (int64_t k = 1; k < T; ++k) {
             steppers[k].steps = 0;
-            pool.emplace_back(roll, std::ref(steppers[k]), N * k / T, N * (k + 1) / T, std::ref(fails[k]),
-                              std::ref(statuses[k]));
+            try {
+              pool.emplace_back(roll, std::ref(steppers[k]), N * k / T, N * (k + 1) / T, std::ref(fails[k]),
+                                std::ref(statuses[k]));
+            } catch (const std::system_error&) {  // no thread to be had (limits): roll the block here
+              roll(steppers[k], N * k / T, N * (k + 1) / T, fails[k], statuses[k]);
+            }
           }
           roll(step, 0, N / T, fails[0], statuses[0]);
           for (auto& th : pool) th.join();
