@@ -1,4 +1,4 @@
-# The README's two commands (demo, test), plus build and bench.
+# The README's two commands (demo, test), plus build, bench and wheel-check (run by CI).
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
@@ -6,7 +6,7 @@ PIP    := $(PY) -m pip
 # Serialises concurrent installs and rebuilds of the extension in one checkout.
 LOCK   := flock $(VENV)/.build.lock
 
-.PHONY: demo test build bench clean
+.PHONY: demo test build bench wheel-check clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +33,10 @@ demo: build
 
 bench: build
 	$(PY) benchmarks/run_all.py
+
+# A wheel of this checkout, installed (not editable) in a fresh venv, passes the data-reading tests.
+wheel-check: $(PY)
+	PYTHON=$(abspath $(PY)) bash tests/wheel_check.sh
 
 clean:
 	rm -rf $(VENV) build

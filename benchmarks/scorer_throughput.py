@@ -14,7 +14,7 @@ of at least 100,000 transitions (the committed CartPole buffer repeated), in the
   each dimension, reward and done by equality), one transition at a time in this process.
 
 Prints transitions per second and the ratio for both backends, and writes
-``benchmarks/results/scorer_throughput.json``.
+``benchmarks/results/scorer_throughput.json`` and a table beside it (``.md``).
 
 Usage: ``python benchmarks/scorer_throughput.py [--transitions 100000] [--repeats 3]``
 """
@@ -176,6 +176,20 @@ def main() -> None:
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    out.with_suffix(".md").write_text(markdown(record), encoding="utf-8")
+
+
+def markdown(record: dict) -> str:
+    """The results as a short markdown table."""
+    paper = record["paper_style"]
+    lines = [f"# Scorer throughput ({record['env_id']}, {record['transitions']:,} transitions, "
+             f"{record['machine']['cpus']} CPUs, Python {record['machine']['python']})", "",
+             "| scorer | transitions/s | ratio to the paper-style loop |", "|---|---:|---:|",
+             f"| paper-style loop (per transition, in Python) | {paper['rate']:,.0f} | 1 |"]
+    for r in record["codeworld"]:
+        lines.append(f"| codeworld, {r['backend']} (warm worker; {r['cold_load_seconds']:.2f} s cold start) "
+                     f"| {r['rate']:,.0f} | {r['ratio']:.0f}x |")
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":

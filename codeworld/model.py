@@ -25,7 +25,8 @@ import numpy as np
 FUNCTIONAL = "functional"
 CLASS = "class"
 
-# Status codes of the compiled step callback (mirrors StepStatus in csrc/model_abi.h).
+# Status codes of the compiled step callback: the same codes as StepStatus in csrc/model_abi.h
+# (tests/test_model_loader.py checks that they agree).
 STEP_OK = 0
 STEP_BAD_SHAPE = 1
 STEP_NONFINITE_STATE = 2

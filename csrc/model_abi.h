@@ -19,17 +19,11 @@ enum StepStatus : int32_t {
   kStepBadShape = 1,        // next_state did not have n_state elements
   kStepNonFiniteState = 2,  // next_state held NaN or inf
   kStepNonFiniteReward = 3, // reward was NaN or inf
+  kStepException = 4,       // the model raised (set by the compiled wrapper in codeworld/model.py)
 };
 
-inline const char* step_status_message(int32_t status) {
-  switch (status) {
-    case kStepOk: return "ok";
-    case kStepBadShape: return "next_state has the wrong number of elements";
-    case kStepNonFiniteState: return "next_state contains NaN or inf";
-    case kStepNonFiniteReward: return "reward is NaN or inf";
-    default: return "unknown step status";
-  }
-}
+// The messages for these codes are codeworld.model.STEP_STATUS_MESSAGES (the kernels return the
+// code; Python words it).
 
 inline StepFn step_fn_from_address(uintptr_t address) { return reinterpret_cast<StepFn>(address); }
 

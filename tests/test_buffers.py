@@ -3,24 +3,39 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+import codeworld
 from codeworld.cli import main
 from codeworld.envs import get_spec, list_envs
 from codeworld.envs.buffers import (
     CODEWORLD_KEYS, PAPER_BUFFER_DIR, BufferError, buffer_path, load_buffer, make_buffer,
-    paper_buffer_path, save_buffer, sidecar_path,
+    paper_buffer_path, resolve_buffer, save_buffer, sidecar_path,
 )
 from codeworld.envs.collection import CollectionConfig, collect_buffer
 
 PAPER_ENVS = [e for e in list_envs() if paper_buffer_path(e).is_file()]
 
 
-def test_paper_reference_buffers_are_present():
+def test_paper_reference_buffers_ship_inside_the_package():
+    package = Path(codeworld.__file__).resolve().parent
     assert PAPER_BUFFER_DIR.is_dir(), PAPER_BUFFER_DIR
+    assert PAPER_BUFFER_DIR.resolve().is_relative_to(package)
+    assert (PAPER_BUFFER_DIR / "README.md").is_file()
     assert len(PAPER_ENVS) == 16
+    assert buffer_path("CartPole-v1").resolve().is_relative_to(package)
+
+
+def test_resolve_buffer_names_the_committed_the_papers_or_a_file(tmp_path):
+    assert resolve_buffer("CartPole-v1", None) == buffer_path("CartPole-v1")
+    assert resolve_buffer("CartPole-v1", "paper") == paper_buffer_path("CartPole-v1")
+    assert resolve_buffer("Taxi-v4", "paper").name == "Taxi-v3.npz"  # the paper's id
+    assert resolve_buffer("CartPole-v1", tmp_path / "b.npz") == tmp_path / "b.npz"
+    with pytest.raises(BufferError, match="no replay buffer"):
+        resolve_buffer("Humanoid-v4", "paper")
 
 
 @pytest.mark.parametrize("env_id", list_envs())
@@ -147,3 +162,12 @@ def test_cli_collect_unknown_env_is_one_line(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "did you mean Taxi-v4" in err
     assert not list(tmp_path.iterdir())
+
+
+def test_collect_without_out_writes_to_the_user_cache_not_the_package(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("CODEWORLD_CACHE_DIR", str(tmp_path / "cache"))
+    committed = buffer_path("Blackjack-v1").read_bytes()
+    assert main(["collect", "Blackjack-v1"]) == 0
+    written = tmp_path / "cache" / "buffers" / "Blackjack-v1.npz"
+    assert str(written) in capsys.readouterr().out
+    assert written.read_bytes() == committed  # the same protocol and seed: the same bytes

@@ -191,3 +191,19 @@ def test_compiled_and_python_paths_agree_when_the_model_returns_views_of_its_inp
     assert fast.result.status == slow.result.status
     np.testing.assert_array_equal(fast.next_states[:fast.n_predicted], slow.next_states[:slow.n_predicted])
     np.testing.assert_array_equal(states, np.arange(12.0).reshape(3, 4))
+
+
+def test_step_status_codes_agree_with_the_c_abi():
+    import re
+
+    from codeworld import model as cwm
+
+    header = (Path(__file__).resolve().parents[1] / "csrc" / "model_abi.h").read_text()
+    enum = header[header.index("enum StepStatus"):header.index("};", header.index("enum StepStatus"))]
+    codes = {name: int(value) for name, value in re.findall(r"kStep(\w+) = (\d+)", enum)}
+    python = {name: value for name, value in vars(cwm).items()
+              if name.startswith("STEP_") and isinstance(value, int)}
+    assert len(codes) == len(python) == len(cwm.STEP_STATUS_MESSAGES)
+    for name, value in codes.items():
+        snake = re.sub(r"(?<!^)(?=[A-Z])", "_", name).upper().replace("NON_FINITE", "NONFINITE")
+        assert python[f"STEP_{snake}"] == value, name

@@ -268,7 +268,19 @@ def test_cli_score_json(tmp_path, capsys):
     assert record["n_transitions"] == len(load_buffer(buffer))
 
 
-@pytest.mark.parametrize("case", ["env", "buffer_missing", "buffer_nan", "model_missing", "model_syntax"])
+@pytest.mark.parametrize("spelling", [["--buffer", "paper"], ["--paper-buffer"]])
+def test_cli_score_on_the_papers_buffer_by_name(tmp_path, capsys, spelling):
+    model = tmp_path / "cartpole.py"
+    model.write_text(CARTPOLE)
+    assert main(["score", "CartPole-v1", str(model), *spelling, "--no-references", "--json"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert record["n_transitions"] == len(load_buffer(paper_buffer_path("CartPole-v1")))
+    assert record["buffer"].endswith("CartPole-v1.npz") and "paper_buffers" in record["buffer"]
+    assert record["score"] >= 0.99
+
+
+@pytest.mark.parametrize("case", ["env", "buffer_missing", "buffer_nan", "model_missing", "model_syntax",
+                                  "no_paper_buffer"])
 def test_cli_score_errors_are_one_line(tmp_path, capsys, case):
     model = tmp_path / "m.py"
     model.write_text(CARTPOLE)
@@ -285,6 +297,8 @@ def test_cli_score_errors_are_one_line(tmp_path, capsys, case):
         args += ["--buffer", str(tmp_path / "nan.npz")]
     elif case == "model_missing":
         args[2] = str(tmp_path / "absent.py")
+    elif case == "no_paper_buffer":
+        args = ["score", "Humanoid-v4", str(model), "--buffer", "paper"]
     else:
         model.write_text("def step(state, action:\n    pass\n")
         args += ["--no-references"]

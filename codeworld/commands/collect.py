@@ -10,7 +10,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "collect", help="collect a replay buffer (10 seeded episodes of <= 100 steps) and its sidecar")
     parser.add_argument("env", help="environment id, or 'all' for the 18 CWMB environments")
-    parser.add_argument("--out", default=None, help="output folder (default: the package's data/buffers)")
+    parser.add_argument("--out", default=None, help="output folder (default: <codeworld cache>/buffers, i.e. "
+                        "$CODEWORLD_CACHE_DIR or ~/.cache/codeworld; the committed buffers are "
+                        "regenerated with --out codeworld/data/buffers in a source checkout)")
     parser.add_argument("--seed", type=int, default=0, help="base seed (default 0)")
     parser.add_argument("--episodes", type=int, default=10, help="number of episodes (default 10)")
     parser.add_argument("--max-steps", type=int, default=100, help="longest episode (default 100)")
@@ -18,6 +20,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from codeworld._paths import cache_root
     from codeworld.envs import UnknownEnvError, list_envs
     from codeworld.envs.buffers import buffer_path, save_buffer
     from codeworld.envs.collection import CollectionConfig, collect_buffer
@@ -34,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
         except UnknownEnvError as exc:
             print(f"codeworld collect: {exc}", file=sys.stderr)
             return 2
-        path = save_buffer(buffer, buffer_path(env_id, args.out))
+        path = save_buffer(buffer, buffer_path(env_id, args.out or cache_root() / "buffers"))
         print(f"{path}: {len(buffer)} transitions, {buffer.n_episodes} episodes, "
               f"{int(buffer.terminated.sum())} terminated, {int(buffer.truncated.sum())} truncated")
     return 0

@@ -19,10 +19,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("model", help="path to the model program (.py)")
     parser.add_argument("--mode", "--metric", dest="mode", choices=("sound", "paper"), default="sound",
                         help="scoring rule: sound (default) or the paper's")
-    parser.add_argument("--buffer", default=None, metavar="FILE.npz",
-                        help="buffer file, codeworld's or the paper's layout (default: the committed one)")
-    parser.add_argument("--paper-buffer", action="store_true",
-                        help="use the paper's buffer from ../shared/reference/cwmb_paper_buffers/")
+    parser.add_argument("--buffer", default=None, metavar="FILE.npz|paper",
+                        help="buffer file, codeworld's or the paper's layout; 'paper' for the paper's "
+                             "own buffer of ENV, shipped with codeworld (default: the committed one)")
+    parser.add_argument("--paper-buffer", action="store_true", help="the same as --buffer paper")
     parser.add_argument("--no-references", action="store_true", help="skip the floor and ceiling")
     parser.add_argument("--no-compile", action="store_true", help="run the model on the Python path")
     parser.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
@@ -38,7 +38,7 @@ def _fail(message: str, code: int = 2) -> int:
 
 def run(args: argparse.Namespace) -> int:
     from codeworld.envs import UnknownEnvError, get_spec
-    from codeworld.envs.buffers import BufferError, paper_buffer_path
+    from codeworld.envs.buffers import PAPER, BufferError
     from codeworld.scoring import Scorer
 
     try:
@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
         return _fail(f"cannot read {args.model}: {getattr(exc, 'strerror', None) or exc}")
     buffer = args.buffer
     if args.paper_buffer:
-        buffer = paper_buffer_path(spec.env_id)
+        buffer = PAPER
     try:
         scorer = Scorer(spec.env_id, buffer, mode=args.mode, references=not args.no_references,
                         compile=not args.no_compile)

@@ -43,7 +43,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "--set sampling.temperature=0.7 (repeatable)")
     parser.add_argument("--mode", default="sound", choices=["sound", "paper"],
                         help="scoring mode used as the search signal (default sound)")
-    parser.add_argument("--buffer", default=None, help="replay buffer (default: the committed one)")
+    parser.add_argument("--buffer", default=None, metavar="FILE.npz|paper",
+                        help="replay buffer file, or 'paper' for the paper's buffer (default: the committed one)")
     parser.add_argument("--timeout", type=float, default=60.0, metavar="S",
                         help="seconds one program may take over the whole buffer (default 60)")
     parser.add_argument("--time-limit", type=float, default=None, metavar="MIN",

@@ -18,7 +18,8 @@ episode_start   (N,) i8        index of the first transition of this transition'
 and the collection protocol. Files are written with fixed zip timestamps, so the same data gives
 the same bytes (and the sidecar's sha256).
 
-The paper's buffers (../shared/reference/cwmb_paper_buffers/) have one ``dones`` array meaning
+The paper's buffers (shipped in ``codeworld/data/paper_buffers/``, see its README; named on the
+command line as ``--buffer paper``) have one ``dones`` array meaning
 ``terminated or truncated``, and float32-valued rewards. `load_buffer` reads them too: a done on
 the step where Gymnasium's time limit ends an episode is taken as a truncation, every other done as
 a termination, so ``terminated | truncated`` reproduces the paper's ``dones`` exactly.
@@ -37,17 +38,17 @@ from typing import Any
 
 import numpy as np
 
+from codeworld._paths import data_dir
 from codeworld.envs.registry import UnknownEnvError, get_spec
 
 FORMAT = "codeworld-buffer/1"
 CODEWORLD_KEYS = ("obs", "actions", "rewards", "next_obs", "terminated", "truncated", "episode_start")
 PAPER_KEYS = ("obs", "actions", "rewards", "next_obs", "dones", "episode_start")
-BUFFER_DIR = Path(__file__).resolve().parents[2] / "data" / "buffers"
-# The paper's buffers: $CODEWORLD_PAPER_BUFFERS, else ../shared/reference/cwmb_paper_buffers beside
-# the repository.
-PAPER_BUFFER_DIR = Path(os.environ.get(
-    "CODEWORLD_PAPER_BUFFERS",
-    Path(__file__).resolve().parents[3] / "shared" / "reference" / "cwmb_paper_buffers"))
+BUFFER_DIR = data_dir("buffers")
+# The paper's buffers: $CODEWORLD_PAPER_BUFFERS, else the copy shipped in the package.
+PAPER_BUFFER_DIR = Path(os.environ.get("CODEWORLD_PAPER_BUFFERS") or data_dir("paper_buffers"))
+# The name that stands for the paper's buffer wherever a buffer file is asked for.
+PAPER = "paper"
 _FIXED_ZIP_TIME = (1980, 1, 1, 0, 0, 0)
 
 
@@ -271,10 +272,30 @@ def load_buffer(path: Path | str, env_id: str | None = None) -> ReplayBuffer:
 
 
 def buffer_path(env_id: str, directory: Path | str | None = None) -> Path:
-    """The committed buffer of an environment (``data/buffers/<env_id>.npz``)."""
+    """The committed buffer of an environment (``codeworld/data/buffers/<env_id>.npz``)."""
     return Path(directory or BUFFER_DIR) / f"{get_spec(env_id).env_id}.npz"
 
 
 def paper_buffer_path(env_id: str, directory: Path | str | None = None) -> Path:
     """The paper's buffer of an environment (named by the paper's id), which may not exist."""
     return Path(directory or PAPER_BUFFER_DIR) / f"{get_spec(env_id).paper_id}.npz"
+
+
+def resolve_buffer(env_id: str, buffer: "ReplayBuffer | str | Path | None") -> "ReplayBuffer | Path":
+    """What a ``--buffer`` argument names: None for the committed buffer, ``"paper"`` for the
+    paper's, else a file (or an already loaded `ReplayBuffer`, returned as it is).
+
+    Raises:
+        BufferError: ``"paper"`` for an environment the paper released no buffer for.
+    """
+    if isinstance(buffer, ReplayBuffer):
+        return buffer
+    if buffer is None:
+        return buffer_path(env_id)
+    if str(buffer) == PAPER:
+        path = paper_buffer_path(env_id)
+        if not path.is_file():
+            raise BufferError(f"{get_spec(env_id).env_id}: the paper released no replay buffer for "
+                              f"this environment (looked for {path})")
+        return path
+    return Path(buffer)

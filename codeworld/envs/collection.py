@@ -1,8 +1,9 @@
 """Collecting CWMB replay buffers with the paper's protocol, seeded and reproducible.
 
 The protocol (CWMB paper, section 4): 10 episodes of at most 100 steps; about half from a random
-policy, half from a planner acting on the real environment at increasing effort. Until codeworld's
-planners are wired in, the planner is *random shooting* on the true simulator: at every step it
+policy, half from a planner acting on the real environment at increasing effort. The planner here
+is *random shooting* on the true simulator (kept so that the committed buffers regenerate byte for
+byte; codeworld's MCTS and CEM planners are for planning with a world model): at every step it
 draws K action sequences of horizon H, rolls each out on a copy of the real simulator state, and
 takes the first action of the sequence with the highest return. Effort level e = 1..5 uses
 K = 4e sequences. The protocol is recorded in the buffer's sidecar.

@@ -8,7 +8,7 @@ docstring in Gymnasium 1.4, so their description comes from the ``-v5`` class of
 (a short note says so). A fixed note on the world-model contract and codeworld's flat state
 encoding closes every description.
 
-Descriptions are built at run time (`describe`) and also written to ``data/descriptions/`` by
+Descriptions are built at run time (`describe`) and also written to ``codeworld/data/descriptions/`` by
 `write_descriptions`, so that they can be reviewed in the repository.
 """
 
@@ -19,6 +19,7 @@ import inspect
 import re
 from pathlib import Path
 
+from codeworld._paths import data_dir
 from codeworld.envs.registry import EnvSpec, get_spec, list_envs
 
 # Top-level docstring sections kept, matched on their lower-cased title without a trailing colon.
@@ -34,7 +35,7 @@ KEPT_SECTIONS = (
     "episode truncation",
 )
 
-DESCRIPTION_DIR = Path(__file__).resolve().parents[2] / "data" / "descriptions"
+DESCRIPTION_DIR = data_dir("descriptions")
 
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*$")
 _MD_LINK = re.compile(r"\[([^\]]*)\]\((?:[^()]|\([^()]*\))*\)")

@@ -13,20 +13,10 @@ import os
 import tempfile
 from pathlib import Path
 
+from codeworld._paths import cache_root as default_cache_root  # noqa: F401 (re-exported)
 from codeworld.llm.types import Completion, Sampling
 
 CACHE_VERSION = 1
-
-
-def default_cache_root() -> Path:
-    """The user cache directory of codeworld: ``$CODEWORLD_CACHE_DIR``, else
-    ``$XDG_CACHE_HOME/codeworld``, else ``~/.cache/codeworld``."""
-    explicit = os.environ.get("CODEWORLD_CACHE_DIR")
-    if explicit:
-        return Path(explicit).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
-    return base / "codeworld"
 
 
 def request_key(backend: str, model: str, messages: list[dict], sampling: Sampling) -> str:

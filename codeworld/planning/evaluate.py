@@ -295,9 +295,10 @@ def run_model(env_id: str, source: str, config=None, episodes: int = 10, seed: i
 
 
 def cache_dir() -> Path:
-    """Where random and oracle results are cached (``$CODEWORLD_CACHE_DIR/eval``)."""
-    root = os.environ.get("CODEWORLD_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "codeworld")
-    return Path(root) / "eval"
+    """Where random and oracle results are cached (``<codeworld cache>/eval``)."""
+    from codeworld._paths import cache_root
+
+    return cache_root() / "eval"
 
 
 def _cache_key(policy: str, env_id: str, config: dict | None, episodes: int, seed: int, max_steps: int | None) -> str:

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
 
 from codeworld._backend import backend
-from codeworld.envs.buffers import ReplayBuffer, buffer_path, load_buffer
+from codeworld.envs.buffers import ReplayBuffer, load_buffer, resolve_buffer
 from codeworld.envs.registry import EnvSpec, get_spec, make_env, step_from_obs
 from codeworld.scoring.report import Reference, ScoreReport
 
@@ -201,8 +201,9 @@ class Scorer:
 
     Args:
         env_id: codeworld's or the paper's environment id.
-        buffer: a `ReplayBuffer`, a path to a buffer file (codeworld's or the paper's layout), or
-            None for the committed buffer ``data/buffers/<env_id>.npz``.
+        buffer: a `ReplayBuffer`, a path to a buffer file (codeworld's or the paper's layout),
+            ``"paper"`` for the paper's buffer, or None for the committed buffer
+            ``codeworld/data/buffers/<env_id>.npz``.
         mode: ``"sound"`` (default) or ``"paper"``.
         references: compute the floor and ceiling for reports.
         compile: let workers try to compile models with Numba (native loop).
@@ -215,8 +216,7 @@ class Scorer:
         self.spec = get_spec(env_id)
         if mode not in MODES:
             raise ValueError(f"unknown scoring mode {mode!r} (use one of {', '.join(MODES)})")
-        if buffer is None:
-            buffer = buffer_path(self.spec.env_id)
+        buffer = resolve_buffer(self.spec.env_id, buffer)
         if not isinstance(buffer, ReplayBuffer):
             buffer = load_buffer(buffer, self.spec.env_id)
         if buffer.env_id != self.spec.env_id:
