@@ -63,11 +63,10 @@ PAPER_NOTE = ("The paper's columns are its published numbers for its own LLMs an
               "with the LLM and budget measured here. Group means: Table 2 (Llama 3 70B the mean "
               "of 3 seeds, GPT-4 Turbo 1 seed; over all 6 discrete envs, the discrete return over "
               "the 4 where it is defined, and all 12 continuous envs, a failed env's return as 0), "
-              "RTFM: Table 3, "
-              "ablation: Table 6 (Llama 3 70B, 1 seed); per environment: Tables 10 (GIF-MCTS) "
-              "and 11 (WorldCoder), Llama 3 70B one seed. Cells are accuracy / normalized return, "
-              "with the paper's error where it gives one; n/a: the paper has no value. The paper's "
-              "Taxi-v3 and CliffWalking-v0 are Taxi-v4 and CliffWalking-v1 here.")
+              "RTFM: Table 3, ablation: Table 6 (Llama 3 70B, 1 seed); per environment: Tables 10 "
+              "(GIF-MCTS) and 11 (WorldCoder), Llama 3 70B one seed. Cells are accuracy / "
+              "normalized return, with the paper's error where it gives one; n/a: the paper has no "
+              "value. The paper's Taxi-v3 and CliffWalking-v0 are Taxi-v4 and CliffWalking-v1 here.")
 
 # The paper's runs, as column headers: LLM and LLM calls per search.
 LLAMA3_50 = "Llama 3 70B, 50 calls"
