@@ -24,12 +24,11 @@ and for Blackjack, which has no oracle here; those environments are left out of 
 return mean, and the table says over how many environments each mean is taken.
 
 The paper's numbers: Dainese, Merler, Alakuijala, Marttinen, "Generating Code World Models with
-Large Language Models Guided by Monte Carlo Tree Search", NeurIPS 2024, arXiv 2405.15383, Table 2
-(CWMB results) and Table 6 (ablation of the GIF-MCTS actions). `PAPER_TABLE2` and `PAPER_TABLE6`
-hold the values that were read from the paper; a value that could not be read is None and its
-column stays empty. When this script was written the paper could not be consulted from the machine
-it was written on, so every published value is still None: fill them in from the paper, noting
-that they are for the paper's own LLMs and budget, not for the LLM and budget run here.
+Large Language Models Guided by Monte Carlo Tree Search", NeurIPS 2024, arXiv 2405.15383: Table 2
+(CWMB group means, `PAPER_TABLE2`), Table 3 (RTFM, `PAPER_TABLE3`), Table 6 (ablation of the
+GIF-MCTS actions, `PAPER_TABLE6`) and Tables 10 and 11 (per environment, `PAPER_PER_ENV`). They
+are for the paper's own LLMs and budgets, named in each column's header, not for the LLM and
+budget run here.
 
 Usage::
 
@@ -59,21 +58,117 @@ RESULTS = ROOT / "benchmarks" / "results"
 
 PAPER = ("Dainese et al., Generating Code World Models with Large Language Models Guided by Monte "
          "Carlo Tree Search, NeurIPS 2024, arXiv 2405.15383")
-PAPER_NOTE = ("The paper's columns are empty: its published values could not be read on the machine "
-              "this harness was written on, and only values read from the paper go there "
-              "(PAPER_TABLE2 / PAPER_TABLE6 in benchmarks/cwmb.py). The paper's numbers are for "
-              "its own LLMs and budget, not for the LLM and budget measured here.")
+PAPER_NOTE = ("The paper's columns are its published numbers for its own LLMs and budgets (the LLM "
+              "and the LLM calls per search in each column's header), not comparable one to one "
+              "with the LLM and budget measured here. Group means: Table 2 (Llama 3 70B the mean "
+              "of 3 seeds, GPT-4 Turbo 1 seed; over all 6 discrete envs, the discrete return over "
+              "the 4 where it is defined, and all 12 continuous envs, a failed env's return as 0), "
+              "RTFM: Table 3, ablation: Table 6 (Llama 3 70B, 1 seed); per environment: Tables 10 "
+              "(GIF-MCTS) and 11 (WorldCoder), Llama 3 70B one seed. Cells are accuracy / "
+              "normalized return, with the paper's error where it gives one; n/a: the paper has no "
+              "value. The paper's Taxi-v3 and CliffWalking-v0 are Taxi-v4 and CliffWalking-v1 here.")
 
-# The paper's Table 2: per (method, LLM), per group, accuracy and normalized return. None: not read.
-PAPER_TABLE2: dict[str, dict[str, dict[str, float | None]]] = {
-    method: {group: {"accuracy": None, "return": None} for group in ("discrete", "continuous")}
-    for method in ("gif-mcts", "worldcoder")
+# The paper's runs, as column headers: LLM and LLM calls per search.
+LLAMA3_50 = "Llama 3 70B, 50 calls"
+GPT4_10 = "GPT-4 Turbo, 10 calls"
+GPT4_50 = "GPT-4 Turbo, 50 calls"
+PAPER_RUNS = (LLAMA3_50, GPT4_10, GPT4_50)
+
+# A published number: (value, error) as printed, error None where the table gives none; None where
+# the paper has no value (N/A).
+Published = tuple[float, float | None] | None
+
+
+def _published(accuracy, normalized_return) -> dict[str, Published]:
+    """One cell of the paper: each of accuracy and return a (value, error) pair, a bare value
+    (no error printed) or None (N/A)."""
+    def pair(value):
+        return value if value is None or isinstance(value, tuple) else (value, None)
+
+    return {"accuracy": pair(accuracy), "return": pair(normalized_return)}
+
+
+# Dainese et al., NeurIPS 2024, Table 2: per method, group and run, accuracy and normalized return.
+PAPER_TABLE2: dict[str, dict[str, dict[str, dict[str, Published]]]] = {
+    "gif-mcts": {
+        "discrete": {LLAMA3_50: _published((0.84, 0.03), (0.76, 0.03)),
+                     GPT4_10: _published((0.91, 0.08), (0.81, 0.06))},
+        "continuous": {LLAMA3_50: _published((0.35, 0.03), (0.22, 0.01)),
+                       GPT4_10: _published((0.40, 0.03), (0.26, 0.01))},
+    },
+    "worldcoder": {
+        "discrete": {LLAMA3_50: _published((0.79, 0.04), (0.60, 0.04)),
+                     GPT4_10: _published((0.87, 0.09), (0.79, 0.06))},
+        "continuous": {LLAMA3_50: _published((0.32, 0.03), (0.19, 0.01)),
+                       GPT4_10: _published((0.24, 0.06), (0.20, 0.01))},
+    },
 }
-# The paper's Table 6: per GIF-MCTS variant, per group, accuracy and normalized return. None: not read.
-PAPER_TABLE6: dict[str, dict[str, dict[str, float | None]]] = {
-    method: {group: {"accuracy": None, "return": None} for group in ("discrete", "continuous")}
-    for method in ("gif-mcts", "gif-mcts/no-generate", "gif-mcts/no-improve", "gif-mcts/no-fix")
+# Dainese et al., NeurIPS 2024, Table 3: RTFM, per method and run.
+PAPER_TABLE3: dict[str, dict[str, dict[str, Published]]] = {
+    "gif-mcts": {LLAMA3_50: _published((0.58, 0.02), (-0.11, 0.12)),
+                 GPT4_10: _published((0.71, 0.01), (0.31, 0.19)),
+                 GPT4_50: _published((1.00, 0.00), (1.00, 0.00))},
+    "worldcoder": {LLAMA3_50: _published((0.23, 0.01), (-0.11, 0.12)),
+                   GPT4_10: _published((0.33, 0.01), (0.22, 0.18)),
+                   GPT4_50: _published((0.64, 0.02), (-0.06, 0.12))},
 }
+# Dainese et al., NeurIPS 2024, Table 6: the ablation, Llama 3 70B, 1 seed, 50 calls.
+PAPER_TABLE6: dict[str, dict[str, dict[str, dict[str, Published]]]] = {
+    method: {"discrete": {LLAMA3_50: _published(*discrete)},
+             "continuous": {LLAMA3_50: _published(*continuous)}}
+    for method, discrete, continuous in (
+        ("gif-mcts", ((0.88, 0.07), (0.83, 0.06)), ((0.38, 0.04), (0.23, 0.02))),
+        ("gif-mcts/no-generate", ((0.87, 0.07), (0.73, 0.09)), ((0.25, 0.06), (0.16, 0.01))),
+        ("gif-mcts/no-improve", ((0.85, 0.06), (0.79, 0.07)), ((0.34, 0.05), (0.17, 0.02))),
+        ("gif-mcts/no-fix", ((0.81, 0.08), (0.55, 0.05)), ((0.21, 0.08), (0.10, 0.01))),
+    )
+}
+# Dainese et al., NeurIPS 2024, Tables 10 (GIF-MCTS) and 11 (WorldCoder): per environment,
+# (accuracy, normalized return) for Llama 3 70B GIF-MCTS, Llama 3 70B WorldCoder, GPT-4 Turbo
+# GIF-MCTS, GPT-4 Turbo WorldCoder; no errors printed; None: N/A. Keyed by codeworld's ids (the
+# paper's Taxi-v3 and CliffWalking-v0 are Taxi-v4 and CliffWalking-v1 here).
+_TABLES_10_11: dict[str, tuple[tuple[float | None, float | None], ...]] = {
+    "CartPole-v1": ((1.00, 1.11), (0.92, 1.09), (1.00, 0.99), (1.00, 1.00)),
+    "CliffWalking-v1": ((1.00, 1.01), (1.00, 0.97), (1.00, 0.98), (1.00, 0.89)),
+    "MountainCar-v0": ((1.00, None), (0.83, None), (1.00, None), (1.00, None)),
+    "Taxi-v4": ((0.92, 0.67), (0.44, 0.23), (0.99, 0.87), (0.99, 0.67)),
+    "Blackjack-v1": ((0.83, 0.53), (0.85, 0.41), (0.93, 0.41), (0.79, 0.59)),
+    "Acrobot-v1": ((0.54, None), (0.73, None), (0.53, None), (0.42, None)),
+    "InvertedPendulum-v4": ((0.66, 0.14), (0.66, 0.01), (0.66, 0.08), (0.66, 0.00)),
+    "Pusher-v4": ((0.41, 0.74), (0.41, 0.77), (0.41, 0.72), (0.41, 0.70)),
+    "Pendulum-v1": ((0.34, -0.15), (0.31, -0.15), (0.38, 0.51), (0.38, 0.50)),
+    "Walker2d-v4": ((0.34, 0.07), (0.34, 0.08), (0.34, 0.03), (0.01, 0.03)),
+    "Hopper-v4": ((0.33, 0.15), (0.00, 0.02), (0.34, -0.04), (0.33, -0.01)),
+    "Swimmer-v4": ((0.33, 0.01), (0.33, 0.07), (0.33, 0.04), (0.33, 0.02)),
+    "HalfCheetah-v4": ((0.33, 0.13), (0.33, 0.15), (0.33, 0.23), (0.33, 0.24)),
+    "Ant-v4": ((0.33, 0.67), (0.33, 0.69), (0.33, 0.69), (0.00, 0.20)),
+    "InvertedDoublePendulum-v4": ((0.25, 0.06), (0.34, 0.05), (0.41, 0.02), (0.00, 0.00)),
+    "Reacher-v4": ((0.13, 0.93), (0.42, 0.67), (0.42, 0.88), (0.42, 0.71)),
+    "Humanoid-v4": ((None, 0.00), (None, 0.00), (0.43, 0.01), (0.00, 0.00)),
+    "HumanoidStandup-v4": ((None, 0.00), (None, 0.00), (0.42, -0.04), (0.00, 0.00)),
+}
+# Per method, environment and run; RTFM-v0 from Table 3.
+PAPER_PER_ENV: dict[str, dict[str, dict[str, dict[str, Published]]]] = {
+    method: {**{env: {LLAMA3_50: _published(*cells[k]), GPT4_10: _published(*cells[k + 2])}
+                for env, cells in _TABLES_10_11.items()},
+             "RTFM-v0": PAPER_TABLE3[method]}
+    for k, method in enumerate(("gif-mcts", "worldcoder"))
+}
+
+
+def paper_numbers(ablation: bool, envs: list[str], methods: list[str]) -> dict:
+    """The paper's numbers beside a table of `envs` and `methods`: ``groups`` (method -> group ->
+    run) and ``per_env`` (method -> env -> run), the ablation's groups from Table 6."""
+    table = PAPER_TABLE6 if ablation else {
+        method: {**PAPER_TABLE2[method], "rtfm": PAPER_TABLE3[method]} for method in PAPER_TABLE2}
+    shown = {group_of(env) for env in envs}
+    groups = {method: {group: runs for group, runs in table[method].items() if group in shown}
+              for method in methods if method in table}
+    per_env = {method: {env: PAPER_PER_ENV[method][env] for env in envs if env in PAPER_PER_ENV[method]}
+               for method in methods if method in PAPER_PER_ENV}
+    return {"groups": groups, "per_env": per_env}
+
+
 ABLATION_METHODS = ("gif-mcts", "gif-mcts/no-generate", "gif-mcts/no-improve", "gif-mcts/no-fix")
 GROUPS = ("discrete", "continuous", "rtfm")  # RTFM is its own group, as in the paper
 
@@ -231,10 +326,32 @@ def _pm(mean, err) -> str:
     return f"{mean:.3f}" + (f" ± {err:.3f}" if err is not None else "")
 
 
+def _published_text(number: Published) -> str:
+    if number is None:
+        return "n/a"
+    value, error = number
+    return f"{value:.2f}" + ("" if error is None else f"±{error:.2f}")
+
+
+def _published_cell(entry: dict | None) -> str:
+    """``accuracy / return`` of one paper cell; empty where the paper has no such run."""
+    if entry is None:
+        return ""
+    return f"{_published_text(entry['accuracy'])} / {_published_text(entry['return'])}"
+
+
+def _paper_runs(cells: list[dict]) -> list[str]:
+    """The paper's runs with a number in any of `cells` (run -> entry), in PAPER_RUNS order."""
+    return [run for run in PAPER_RUNS if any(run in cell for cell in cells)]
+
+
 def markdown(summary: dict, meta: dict, paper: dict) -> str:
     """The tables as markdown: groups beside the paper's numbers, then per environment."""
     methods = meta["methods"]
     title = "CWMB ablation (paper's Table 6)" if meta["ablation"] else "CWMB (paper's Table 2)"
+    shown = [(method, group) for method in methods for group in GROUPS
+             if summary["groups"][method][group]["of"]]
+    group_runs = _paper_runs([paper["groups"].get(m, {}).get(g, {}) for m, g in shown])
     lines = [f"# {title}", "",
              f"Command: `{meta['command']}`", "",
              f"LLM `{meta['llm']}`, budget {meta['budget']} LLM calls, seeds {meta['seeds']}, "
@@ -243,29 +360,28 @@ def markdown(summary: dict, meta: dict, paper: dict) -> str:
              f"{meta['finished_at']} on {meta['machine']}.", "",
              "## Group means", "",
              "| method | group | envs | accuracy (sound) | accuracy (paper rule) | accuracy (paper rule, paper's buffers) "
-             "| normalized return (envs) | paper: accuracy | paper: return |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
-    for method in methods:
-        for group in GROUPS:
-            g = summary["groups"][method][group]
-            if not g["of"]:
-                continue
-            published = paper.get(method, {}).get(group, {})
-            ret = _fmt(g["normalized_return"])
-            if g["normalized_return"] is not None:
-                ret += f" ({g['normalized_return_envs']})"
-            lines.append(f"| {method} | {group} | {g['envs']}/{g['of']} | {_fmt(g['accuracy_sound'])} "
-                         f"| {_fmt(g['accuracy_paper'])} | {_fmt(g['accuracy_paper_buffer'])} | {ret} "
-                         f"| {_fmt(published.get('accuracy'), 2)} | {_fmt(published.get('return'), 2)} |")
+             "| normalized return (envs) |" + "".join(f" paper, {run}: accuracy / return |" for run in group_runs),
+             "|---|---|---:|---:|---:|---:|---:|" + "---:|" * len(group_runs)]
+    for method, group in shown:
+        g = summary["groups"][method][group]
+        published = paper["groups"].get(method, {}).get(group, {})
+        ret = _fmt(g["normalized_return"])
+        if g["normalized_return"] is not None:
+            ret += f" ({g['normalized_return_envs']})"
+        lines.append(f"| {method} | {group} | {g['envs']}/{g['of']} | {_fmt(g['accuracy_sound'])} "
+                     f"| {_fmt(g['accuracy_paper'])} | {_fmt(g['accuracy_paper_buffer'])} | {ret} |"
+                     + "".join(f" {_published_cell(published.get(run))} |" for run in group_runs))
+    env_runs = _paper_runs([paper["per_env"].get(m, {}).get(e, {}) for e in meta["envs"] for m in methods])
     lines += ["", f"Paper: {PAPER}. {PAPER_NOTE}", "",
               "## Per environment", "",
               "| env | method | seeds | accuracy (sound) | accuracy (paper rule) "
               "| accuracy (paper rule, paper's buffer) | normalized return | LLM calls (from cache) "
-              "| tokens | minutes |",
-              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+              "| tokens | minutes |" + "".join(f" paper, {run}: accuracy / return |" for run in env_runs),
+              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|" + "---:|" * len(env_runs)]
     for env in meta["envs"]:
         for method in methods:
             e = summary["per_env"][method][env]
+            published = paper["per_env"].get(method, {}).get(env, {})
             seeds = f"{e['seeds']}" + (f" (+{e['failed']} failed)" if e["failed"] else "")
             ret = _pm(e["normalized_return"], e["normalized_return_stderr"])
             if e["normalized_return"] is None and e["return_note"]:
@@ -275,7 +391,8 @@ def markdown(summary: dict, meta: dict, paper: dict) -> str:
                          f"| {_pm(e['accuracy_paper'], e['accuracy_paper_stderr'])} "
                          f"| {_fmt(e['accuracy_paper_buffer'])} | {ret} "
                          f"| {_fmt(e['calls'], 1)} ({_fmt(e['cached_calls'], 1)}) "
-                         f"| {_fmt(e['tokens'], 0)} | {_fmt(minutes, 1)} |")
+                         f"| {_fmt(e['tokens'], 0)} | {_fmt(minutes, 1)} |"
+                         + "".join(f" {_published_cell(published.get(run))} |" for run in env_runs))
     lines += ["", "Accuracy: the best program's score on the environment's committed buffer "
               "(sound: codeworld's tolerances, done = terminated; paper rule: the paper's comparison, "
               "with its reward-balanced weighting); the third accuracy column scores the same program "
@@ -393,7 +510,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--out", default=None, help="results folder (default benchmarks/results/NAME)")
     parser.add_argument("--workdir", default=None, help="run directories (default runs/NAME)")
     parser.add_argument("--report-only", action="store_true",
-                        help="build the tables from the records already in the results folder")
+                        help="build the tables from the records already in the results folder (they keep "
+                             "the command, time and machine of the run)")
     return parser.parse_args(argv)
 
 
@@ -420,8 +538,10 @@ def main(argv: list[str] | None = None) -> int:
                 options=job_options(args))
     command = "python benchmarks/cwmb.py " + " ".join(shlex.quote(a) for a in (
         argv if argv is not None else sys.argv[1:]))
-    if args.report_only and (out / "table.json").is_file():  # the tables keep the command that ran
-        command = json.loads((out / "table.json").read_text(encoding="utf-8"))["meta"]["command"]
+    measured = None  # with --report-only, the tables keep the command, time and machine that ran
+    if args.report_only and (out / "table.json").is_file():
+        measured = json.loads((out / "table.json").read_text(encoding="utf-8"))["meta"]
+        command = measured["command"]
     started = time.perf_counter()
     if not args.report_only:
         print(f"cwmb: {len(jobs)} jobs ({len(envs)} envs x {len(methods)} methods x {args.seeds} seeds), "
@@ -457,8 +577,10 @@ def main(argv: list[str] | None = None) -> int:
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
         "paper": PAPER, "paper_note": PAPER_NOTE,
     }
+    if measured is not None:
+        meta.update({key: measured[key] for key in ("finished_at", "machine") if key in measured})
     summary = aggregate(records, envs, methods)
-    paper = PAPER_TABLE6 if args.ablation else PAPER_TABLE2
+    paper = paper_numbers(args.ablation, envs, methods)
     out.mkdir(parents=True, exist_ok=True)
     text = markdown(summary, meta, paper)
     (out / "table.md").write_text(text, encoding="utf-8")

@@ -21,10 +21,15 @@ tolerances, done = terminated): the strict accuracy (all of state, reward and do
 per-component accuracies; an LLM answer that cannot be read counts as wrong everywhere. The ratio
 is LLM seconds per transition over code seconds per transition, measured in the same run.
 
+Beside each environment the table gives the paper's numbers (Dainese et al., NeurIPS 2024, arXiv
+2405.15383, Table 8, `PAPER_TABLE8`): seconds for 10 transitions with GPT-4 Turbo as the world
+model and with a code world model, on the paper's hardware and with its script (see above).
+
 Usage::
 
     python benchmarks/inference_speed.py [--envs CartPole-v1,HalfCheetah-v4,Humanoid-v4]
         [--llm local] [--transitions 5] [--examples 3] [--cwm CartPole-v1=best_model.py] [--out FILE]
+    python benchmarks/inference_speed.py --report-only    # the .md again from the JSON
 
 Writes ``benchmarks/results/inference_speed.json`` and ``.md`` (or ``--out`` with those suffixes)
 after every environment; ``--merge`` keeps the results of other environments already there, so that
@@ -50,6 +55,14 @@ DEFAULT_ENVS = ("CartPole-v1", "HalfCheetah-v4", "Humanoid-v4")
 # States longer than this (Humanoid's 376 numbers) get one example transition, so that the prompt
 # and the answer fit the context window.
 LARGE_STATE = 100
+PAPER = "Dainese et al., NeurIPS 2024, arXiv 2405.15383, Table 8"
+# Dainese et al., NeurIPS 2024, Table 8: seconds for 10 transitions, (GPT-4 Turbo as the world
+# model, the code world model).
+PAPER_TABLE8: dict[str, tuple[float, float]] = {
+    "CartPole-v1": (2.2, 0.00005),
+    "HalfCheetah-v4": (6.1, 0.0001),
+    "Humanoid-v4": (146.7, 0.0001),
+}
 
 
 def pick_transitions(n_buffer: int, n_examples: int, n_queries: int, seed: int) -> tuple[list[int], list[int]]:
@@ -200,20 +213,27 @@ def markdown(results: dict) -> str:
              f"{meta['machine']}.", "",
              "| env | LLM | transitions | examples | LLM s/transition | code s/transition "
              "| ratio (LLM / code) | LLM strict acc. | code strict acc. | LLM tokens out (mean) "
-             "| code world model |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+             "| code world model | paper: GPT-4 Turbo s / 10 transitions | paper: code s / 10 transitions "
+             "| paper: ratio |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|"]
     for env, r in results["envs"].items():
         llm, code = r["llm"], r["code"]
+        paper = PAPER_TABLE8.get(env)
+        published = (f"{paper[0]:g} | {paper[1]:g} | {paper[0] / paper[1]:.3g}" if paper else " |  | ")
         lines.append(f"| {env} | {r['llm_spec']} | {len(r['queries'])} | {len(r['examples'])} "
                      f"| {llm['seconds_per_transition']:.3g} | {code['seconds_per_transition']:.3g} "
                      f"| {r['ratio']:.3g} | {llm['accuracy']['strict']:.2f} "
                      f"| {code['accuracy']['strict']:.2f} | {np.mean(llm['completion_tokens']):.0f} "
-                     f"| {code['kind']} |")
+                     f"| {code['kind']} | {published} |")
     lines += ["", "Accuracy: the sound rule of codeworld.scoring (the env's tolerances on every state "
               "dimension and the reward, done = terminated), each prediction against its own "
               "transition; an LLM answer that cannot be read counts as wrong. Per-call times are in "
               "the JSON file (a server that caches the shared prompt prefix answers later calls "
-              "faster).", "", "Commands:", ""]
+              "faster).", "",
+              f"Paper: {PAPER}, seconds for 10 transitions as published, and their ratio: GPT-4 "
+              "Turbo as the world model and the paper's code world models, on its own hardware and "
+              "prompts, not comparable one to one with the LLM and machine measured here.", "",
+              "Commands:", ""]
     for command in dict.fromkeys(r["command"] for r in results["envs"].values()):
         lines.append(f"    {command}")
     lines.append("")
@@ -238,6 +258,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="JSON output (a .md beside it)")
     parser.add_argument("--merge", action="store_true",
                         help="keep the other envs' results already in --out (run envs one at a time)")
+    parser.add_argument("--report-only", action="store_true",
+                        help="only write the markdown table again from the JSON in --out")
     return parser.parse_args(argv)
 
 
@@ -248,6 +270,12 @@ def main(argv: list[str] | None = None) -> int:
     from codeworld.llm import BackendOptions, LLMConfig, make_llm
 
     args = parse_args(argv)
+    if args.report_only:
+        out = Path(args.out)
+        text = markdown(json.loads(out.read_text(encoding="utf-8")))
+        out.with_suffix(".md").write_text(text, encoding="utf-8")
+        print(text)
+        return 0
     envs = [get_spec(e.strip()).env_id for e in args.envs.split(",") if e.strip()]
     programs = {}
     for item in args.cwm:

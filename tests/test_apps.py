@@ -124,6 +124,10 @@ def test_harness_reports_strict_accuracy(script, tmp_path, capsys):
     # zero-shot's first answer passes half the tests: not solved; REx repairs it: solved
     assert table["methods"]["worldcoder"]["strict_accuracy"] == 1.0
     assert table["methods"]["zero-shot"]["per_difficulty"]["introductory"]["problems"] == 1
-    assert "| worldcoder | 1.00 (1 runs) |" in (out / "table.md").read_text()
+    text = (out / "table.md").read_text()
+    assert "| worldcoder | 1.00 (1 runs) |" in text
+    row = next(line for line in text.splitlines() if line.startswith("| worldcoder |"))
+    assert row.endswith("| 25.1±1.4 |")  # the paper's Table 1
+    assert table["paper_numbers"]["gif-mcts"] == [28.3, 1.4]
     assert harness.main(argv) == 0
     assert "0 finished, 0 failed, 2 already done" in capsys.readouterr().out

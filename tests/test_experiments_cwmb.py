@@ -68,9 +68,15 @@ def test_harness_writes_tables_and_plots_and_skips_finished_jobs(script, tmp_pat
     entry = table["per_env"]["gif-mcts"]["RTFM-v0"]
     assert entry["accuracy_sound"] == 1.0 and entry["seeds"] == 1 and entry["best_by_call"] == [1.0]
     assert table["groups"]["worldcoder"]["rtfm"]["accuracy_sound"] == 1.0
-    assert all(v is None for g in table["paper_numbers"]["gif-mcts"].values() for v in g.values())
+    # the paper's Table 3 beside the RTFM group and row, one column per LLM and budget of the paper
+    assert table["paper_numbers"]["groups"]["gif-mcts"]["rtfm"]["GPT-4 Turbo, 50 calls"] == {
+        "accuracy": [1.0, 0.0], "return": [1.0, 0.0]}
+    assert set(table["paper_numbers"]["per_env"]["worldcoder"]) == {"RTFM-v0"}
     text = (out / "table.md").read_text()
     assert "arXiv 2405.15383" in text and "| RTFM-v0 | worldcoder | 1 | 1.000 |" in text
+    assert "paper, Llama 3 70B, 50 calls: accuracy / return |" in text
+    assert "| worldcoder | rtfm | 1/1 |" in text and text.count("| 0.23±0.01 / -0.11±0.12 |") == 2
+    assert "its own LLMs and budgets" in text
     for svg in (out / "plots").glob("*.svg"):
         ET.fromstring(svg.read_text())  # well-formed
     assert {p.name for p in (out / "plots").iterdir()} == {"RTFM-v0.svg", "groups.svg"}
@@ -81,6 +87,38 @@ def test_harness_writes_tables_and_plots_and_skips_finished_jobs(script, tmp_pat
     assert harness.main(argv) == 0  # the rerun finds both jobs finished
     assert "0 finished, 0 failed, 2 already done" in capsys.readouterr().out
     assert [r.stat().st_mtime_ns for r in records] == stamps
+
+    # --report-only rebuilds the tables from the records, keeping the command, time and machine
+    measured = json.loads((out / "table.json").read_text())
+    measured["meta"].update(finished_at="2000-01-01T00:00:00+00:00", machine="the machine that ran")
+    (out / "table.json").write_text(json.dumps(measured))
+    assert harness.main(argv + ["--report-only"]) == 0
+    again = json.loads((out / "table.json").read_text())
+    assert again["meta"]["finished_at"] == "2000-01-01T00:00:00+00:00"
+    assert "Measured 2000-01-01T00:00:00+00:00 on the machine that ran." in (out / "table.md").read_text()
+    assert again["meta"]["command"] == measured["meta"]["command"] and again["per_env"] == table["per_env"]
+
+
+def test_paper_columns_hold_the_published_numbers():
+    harness = _load_harness()
+    paper = harness.paper_numbers(False, ["CartPole-v1", "Taxi-v4", "Pendulum-v1"], ["gif-mcts", "worldcoder"])
+    # Dainese et al., Table 2: GIF-MCTS on the discrete envs with Llama 3 70B at 50 calls
+    assert harness._published_cell(paper["groups"]["gif-mcts"]["discrete"]["Llama 3 70B, 50 calls"]) \
+        == "0.84±0.03 / 0.76±0.03"
+    assert harness._published_cell(paper["groups"]["worldcoder"]["continuous"]["GPT-4 Turbo, 10 calls"]) \
+        == "0.24±0.06 / 0.20±0.01"
+    assert "rtfm" not in paper["groups"]["gif-mcts"]  # no RTFM env in this table
+    # Tables 10 and 11, under codeworld's id for the paper's Taxi-v3
+    assert harness._published_cell(paper["per_env"]["worldcoder"]["Taxi-v4"]["Llama 3 70B, 50 calls"]) \
+        == "0.44 / 0.23"
+    assert harness._published_cell(harness.PAPER_PER_ENV["gif-mcts"]["Humanoid-v4"]["Llama 3 70B, 50 calls"]) \
+        == "n/a / 0.00"
+    assert harness._published_cell(harness.PAPER_PER_ENV["gif-mcts"]["MountainCar-v0"]["GPT-4 Turbo, 10 calls"]) \
+        == "1.00 / n/a"
+    ablation = harness.paper_numbers(True, ["CartPole-v1"], list(harness.ABLATION_METHODS))
+    assert harness._published_cell(ablation["groups"]["gif-mcts/no-fix"]["discrete"]["Llama 3 70B, 50 calls"]) \
+        == "0.81±0.08 / 0.55±0.05"
+    assert set(harness.PAPER_PER_ENV["gif-mcts"]) == set(harness.resolve_envs("all")) | {"RTFM-v0"}
 
 
 def test_ablation_option_runs_the_four_variants(script, tmp_path, capsys):

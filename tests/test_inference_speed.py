@@ -110,7 +110,10 @@ def test_main_writes_json_and_markdown(tmp_path):
                                            / entry["code"]["seconds_per_transition"])
     assert entry["code"]["accuracy"]["strict"] == 1.0
     assert np.isfinite(entry["ratio"]) and len(entry["queries"]) == 2
-    assert "| CartPole-v1 |" in out.with_suffix(".md").read_text()
+    text = out.with_suffix(".md").read_text()
+    assert "| CartPole-v1 |" in text
+    row = next(line for line in text.splitlines() if line.startswith("| CartPole-v1 |"))
+    assert row.endswith("| 2.2 | 5e-05 | 4.4e+04 |")  # the paper's Table 8 beside it
     # --merge measures another env in a command of its own and keeps the first one's results
     assert bench.main(["--envs", "Taxi-v4", "--llm", f"scripted:{script}", "--transitions", "2",
                        "--out", str(out), "--merge"]) == 0
@@ -118,3 +121,10 @@ def test_main_writes_json_and_markdown(tmp_path):
     assert set(data["envs"]) == {ENV, "Taxi-v4"}
     assert data["envs"]["Taxi-v4"]["llm"]["errors"]  # a 4-number answer for a 1-number state
     assert data["envs"][ENV]["command"] != data["envs"]["Taxi-v4"]["command"]
+    # --report-only writes the table again from the JSON alone
+    out.with_suffix(".md").unlink()
+    assert bench.main(["--out", str(out), "--report-only"]) == 0
+    text = out.with_suffix(".md").read_text()
+    row = next(line for line in text.splitlines() if line.startswith("| Taxi-v4 |"))
+    assert row.count("|") == text.splitlines()[4].count("|") and row.endswith("|  |  |  |")  # not in Table 8
+    assert "Table 8" in text
