@@ -9,12 +9,11 @@ from codeworld.llm import PROMPT_NAMES, PromptError, fill, format_transitions, p
 from codeworld.llm.prompts import load_template, placeholders
 
 FIELDS = {
-    "generate": {"description": "D", "partial_program": "import numpy as np\n"},
-    "improve": {"description": "D", "program": "P", "state": "[0]", "action": "1",
-                "true_next_state": "[1]", "true_reward": "1", "true_done": "false",
-                "predicted_next_state": "[2]", "predicted_reward": "0", "predicted_done": "true"},
-    "fix": {"description": "D", "program": "P", "error": "line 3: ZeroDivisionError"},
-    "zero_shot": {"description": "D"},
+    "generate": {"description": "D", "form": "F", "partial_program": "import numpy as np\n"},
+    "improve": {"description": "D", "form": "F", "program": "P",
+                "evidence": "predicted next state: [2], true reward: 1"},
+    "fix": {"description": "D", "form": "F", "program": "P", "error": "line 3: ZeroDivisionError"},
+    "zero_shot": {"description": "D", "form": "F", "start": ""},
     "predict": {"description": "D", "examples": "E", "state": "[0]", "action": "1"},
 }
 
@@ -38,28 +37,43 @@ def test_every_template_renders_with_exactly_its_fields(name):
         render(name, **FIELDS[name], extra="x")
 
 
-def test_code_prompts_ask_for_the_numba_compilable_functional_form():
+def test_code_prompts_ask_for_plain_correct_python_in_the_functional_form():
     for name in ("generate", "improve", "fix", "zero_shot"):
         system = render(name, **FIELDS[name])[0]["content"]
-        assert "def step(state, action)" in system and "Numba" in system
+        assert "def step(state, action)" in system
+        assert "Numba" not in system and "nopython" not in system  # correct first, fast second
+
+
+def test_every_code_prompt_starts_the_answer_as_code():
+    for name in ("generate", "improve", "fix", "zero_shot"):
+        messages = render(name, **FIELDS[name])
+        assert messages[-1]["role"] == "assistant"
+        assert messages[-1]["content"].startswith("```python\n")
+
+
+def test_invariant_parts_come_before_the_variable_ones():
+    for name in ("improve", "fix"):
+        user = render(name, **FIELDS[name])[1]["content"]
+        assert user.index("D") < user.index("F") < user.index("P")
 
 
 def test_generate_prefills_the_partial_program():
-    messages = render("generate", description="A cart.", partial_program="import numpy as np\nG = 9.8")
+    messages = render("generate", description="A cart.", form="",
+                      partial_program="import numpy as np\nG = 9.8")
     assert messages[-1] == {"role": "assistant", "content": "```python\nimport numpy as np\nG = 9.8"}
     assert "A cart." in messages[1]["content"]
 
 
 def test_improve_and_fix_show_their_evidence():
     improve = render("improve", **FIELDS["improve"])[1]["content"]
-    assert "predicted next state: [2]" in improve and "true reward: 1" in improve
+    assert "predicted next state: [2], true reward: 1" in improve
     fix = render("fix", **FIELDS["fix"])[1]["content"]
     assert "ZeroDivisionError" in fix
 
 
 def test_values_with_section_lines_stay_in_their_message():
-    messages = render("zero_shot", description="x\n=== assistant ===\ny")
-    assert len(messages) == 2 and "=== assistant ===" in messages[1]["content"]
+    messages = render("zero_shot", description="x\n=== assistant ===\ny", form="", start="")
+    assert len(messages) == 3 and "=== assistant ===" in messages[1]["content"]
 
 
 def test_unknown_template_is_named():

@@ -47,7 +47,8 @@ def test_synthesize_writes_a_complete_run_and_show_summarizes_it(tmp_path, progr
     assert (out / "best_model.py").read_text().strip() == programs["good"].strip()
     calls = [json.loads((out / "calls" / f"{i:04d}.json").read_text()) for i in range(3)]
     assert [c["request"]["action"] for c in calls] == ["generate", "fix", "improve"]
-    assert "undefined_name" in calls[1]["messages"][-1]["content"]  # fix prompt shows the error
+    assert "undefined_name" in calls[1]["messages"][1]["content"]  # fix prompt shows the error
+    assert calls[1]["messages"][-1]["content"].startswith("```python\n")  # the answer starts as code
 
     assert main(["show", str(out)]) == 0
     shown = capsys.readouterr().out

@@ -117,7 +117,7 @@ def synthesize_step(args, env_id: str, out: Path, table: _Table, started: float)
                       "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")})
     else:
         run_dir.update_meta(budget=args.budget, status="running")
-    prompts, evaluator = make_cwmb_world(spec.env_id)
+    prompts, evaluator = make_cwmb_world(spec.env_id, assist=config.assist)
     if args.llm == "local":
         print("  preparing the embedded model (the first time joins and checks ~1.1 GB)...",
               flush=True)

@@ -151,7 +151,8 @@ def run(args: argparse.Namespace) -> int:
         llm = llm_from_args(args, run_dir=str(run_dir.path))
         prompts, evaluator = make_cwmb_world(meta["env_id"], buffer=meta.get("buffer"),
                                              mode=meta.get("mode", "sound"),
-                                             timeout_s=meta.get("timeout_s", 60.0))
+                                             timeout_s=meta.get("timeout_s", 60.0),
+                                             assist=config.assist)
     except (ValueError, LLMError, OSError) as exc:
         run_dir.update_meta(status="not started")
         print(f"codeworld synthesize: {exc}", file=sys.stderr)

@@ -114,7 +114,7 @@ def run_cwmb_job(job: Job, workdir: str) -> dict:
                       "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
                       "codeworld_version": __version__})
     prompts, evaluator = make_cwmb_world(spec.env_id, buffer=options["buffer"], mode=options["mode"],
-                                         timeout_s=options["timeout_s"])
+                                         timeout_s=options["timeout_s"], assist=config.assist)
     with make_llm(job.llm, run_dir=str(run_dir.path)) as llm:
         result = synthesize(method.make(config, seed=job.seed), llm=llm, prompts=prompts,
                             evaluator=evaluator, budget=job.budget, run_dir=run_dir,

@@ -328,17 +328,48 @@ class Scorer:
                                       message=message, started=started)
 
     def _score_with(self, worker: Any, timeout_s: float | None, started: float) -> ScoreReport:
+        return self.score_worker(worker, timeout_s=timeout_s, started=started)[0]
+
+    def score_worker(self, worker: Any, *, timeout_s: float | None = None, limit: int | None = None,
+                     started: float | None = None) -> tuple[ScoreReport, Predictions | None]:
+        """Score the program a `ModelWorker` holds, and return its predictions with the report.
+
+        Args:
+            worker: the worker (not closed here).
+            timeout_s: wall-clock limit of the prediction request.
+            limit: predict only the buffer's first ``limit`` transitions (a smoke run); the
+                others count as not predicted.
+            started: ``time.perf_counter()`` at the start, for the report's elapsed time.
+
+        Returns:
+            The report, and the predictions (None when the program did not load).
+        """
+        started = time.perf_counter() if started is None else started
         loaded = worker.load()
         if not loaded.ok:
-            return self._failure(loaded.status, loaded.message, loaded.line, started)
-        prediction = worker.predict(self.buffer.obs, self.buffer.actions, timeout_s=timeout_s)
+            return self._failure(loaded.status, loaded.message, loaded.line, started), None
+        n, d = self.buffer.obs.shape
+        k = n if limit is None else max(0, min(int(limit), n))
+        prediction = worker.predict(self.buffer.obs[:k], self.buffer.actions[:k], timeout_s=timeout_s)
         result = prediction.result
-        predictions = Predictions(prediction.next_states, prediction.rewards, prediction.dones,
-                                  prediction.n_predicted)
+        if k == n:
+            predictions = Predictions(prediction.next_states, prediction.rewards, prediction.dones,
+                                      prediction.n_predicted)
+        else:
+            next_states, rewards = np.full((n, d), np.nan), np.full(n, np.nan)
+            dones = np.zeros(n, bool)
+            next_states[:k], rewards[:k], dones[:k] = (prediction.next_states, prediction.rewards,
+                                                       prediction.dones)
+            predictions = Predictions(next_states, rewards, dones, prediction.n_predicted)
         compiled = bool(worker.info.get("compiled")) if worker.info else None
-        return self.score_predictions(predictions, status=result.status,
-                                      message=None if result.ok else result.message,
-                                      line=result.line, compiled=compiled, started=started)
+        report = self.score_predictions(predictions, status=result.status,
+                                        message=None if result.ok else result.message,
+                                        line=result.line, compiled=compiled, started=started)
+        return report, predictions
+
+    def failure_report(self, status: str, message: str | None, line: int | None = None) -> ScoreReport:
+        """The report of a program that was not run (no transition predicted)."""
+        return self._failure(status, message, line, time.perf_counter())
 
     def _failure(self, status: str, message: str | None, line: int | None, started: float) -> ScoreReport:
         """A program that did not load: no transition predicted."""

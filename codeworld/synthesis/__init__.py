@@ -5,7 +5,7 @@ take back outcomes; `synthesize` drives one against an LLM, a prompt builder and
 saves a resumable `RunDir`. Methods are looked up by name in `METHODS`.
 """
 
-from codeworld.synthesis.config import GifMctsConfig, RexConfig, SamplingConfig, ZeroShotConfig
+from codeworld.synthesis.config import AssistConfig, GifMctsConfig, RexConfig, SamplingConfig, ZeroShotConfig
 from codeworld.synthesis.gif_mcts import GifMcts
 from codeworld.synthesis.registry import METHODS, Method, get_method, register_method
 from codeworld.synthesis.rex import Rex, ZeroShot
@@ -28,6 +28,7 @@ __all__ = [
     "IMPROVE",
     "METHODS",
     "Accounting",
+    "AssistConfig",
     "Evaluation",
     "Evaluator",
     "GifMcts",

@@ -31,6 +31,41 @@ class SamplingConfig:
 
 
 @dataclass(frozen=True)
+class AssistConfig:
+    """What every search method adds around the LLM to help a small model (each can be ablated).
+
+    Attributes:
+        scaffold: prompts show the state's named components, the action and a skeleton program
+            built from the env's spec and description; requests that write from scratch start
+            the answer with the skeleton's head (`codeworld.synthesis.scaffold`).
+        checks: static checks (undefined names, state unpacking and indexing against the state
+            length, a missing ``step``) and a smoke run in the sandbox before the full scoring
+            pass, and mechanical repairs that need no LLM (`codeworld.synthesis.checks`).
+        smoke_transitions: how many of the buffer's first transitions the smoke run steps.
+        error_summary: *improve* prompts summarize the errors over the whole buffer (per state
+            component, reward, done, a few transitions from different error groups) instead of
+            showing one mispredicted transition (`codeworld.synthesis.feedback`).
+        summary_tokens: the error summary's budget, in tokens (about 4 characters each).
+        summary_examples: at most this many mispredicted transitions in the summary.
+    """
+
+    scaffold: bool = True
+    checks: bool = True
+    smoke_transitions: int = 1
+    error_summary: bool = True
+    summary_tokens: int = 700
+    summary_examples: int = 3
+
+    def __post_init__(self) -> None:
+        if self.smoke_transitions < 1:
+            raise ValueError("smoke_transitions must be at least 1")
+        if self.summary_tokens < 50:
+            raise ValueError("summary_tokens must be at least 50")
+        if self.summary_examples < 0:
+            raise ValueError("summary_examples must be non-negative")
+
+
+@dataclass(frozen=True)
 class GifMctsConfig:
     """GIF-MCTS (generate, improve, fix) over programs; one simulation is one LLM call.
 
@@ -55,6 +90,7 @@ class GifMctsConfig:
         virtual_loss: the value a pending expansion counts with while its call runs.
         perfect_tolerance: the search stops once a program scores at least ``1 - tolerance``.
         sampling: sampling settings of every call.
+        assist: scaffold, checks and repairs, error summaries (shared by every method).
     """
 
     ucb_c: float = 0.1
@@ -72,6 +108,7 @@ class GifMctsConfig:
     virtual_loss: float = 0.0
     perfect_tolerance: float = 1e-6
     sampling: SamplingConfig = field(default_factory=SamplingConfig)
+    assist: AssistConfig = field(default_factory=AssistConfig)
 
     def __post_init__(self) -> None:
         if len(self.bug_values) != self.fix_limit + 1:
@@ -97,12 +134,14 @@ class RexConfig:
         parallel: programs refined at once per wave (each pick counts in N immediately).
         perfect_tolerance: the search stops once a program scores at least ``1 - tolerance``.
         sampling: sampling settings of every call.
+        assist: scaffold, checks and repairs, error summaries (shared by every method).
     """
 
     c: float = 5.0
     parallel: int = 1
     perfect_tolerance: float = 1e-6
     sampling: SamplingConfig = field(default_factory=SamplingConfig)
+    assist: AssistConfig = field(default_factory=AssistConfig)
 
     def __post_init__(self) -> None:
         if self.parallel < 1:
@@ -118,12 +157,14 @@ class ZeroShotConfig:
         stop_on_perfect: stop once a program scores at least ``1 - perfect_tolerance``.
         perfect_tolerance: see `stop_on_perfect`.
         sampling: sampling settings of every call.
+        assist: scaffold, checks and repairs, error summaries (shared by every method).
     """
 
     parallel: int = 1
     stop_on_perfect: bool = True
     perfect_tolerance: float = 1e-6
     sampling: SamplingConfig = field(default_factory=SamplingConfig)
+    assist: AssistConfig = field(default_factory=AssistConfig)
 
     def __post_init__(self) -> None:
         if self.parallel < 1:

@@ -19,39 +19,63 @@ class CwmbPrompts:
 
     A generate request continues the node's partial program (``generate`` template, with the
     partial program as the assistant's prefill); a generate from nothing outside a tree (REx's
-    seed, zero-shot) uses ``zero_shot``. *Improve* shows one mispredicted transition, *fix* the
-    error.
+    seed, zero-shot) uses ``zero_shot``. *Improve* shows what the program gets wrong (the error
+    summary over the whole buffer, or one mispredicted transition), *fix* the error.
+
+    Every prompt puts the invariant parts first (system text, description, scaffold) and the
+    variable ones (program, feedback) last, and every one starts the answer as code: with a
+    scaffold, the requests that write from scratch start from the skeleton's head, and *improve*
+    and *fix* from a code block opened with a comment line.
 
     Args:
         description: the environment's description (`codeworld.envs.descriptions.describe`).
+        scaffold: the env's `codeworld.synthesis.scaffold.Scaffold`; None leaves it out.
     """
 
-    def __init__(self, description: str):
+    def __init__(self, description: str, scaffold: Any = None):
         self.description = description
+        self.scaffold = scaffold
+        self.form = ("" if scaffold is None else
+                     "\n## The form of the program\n\n" + scaffold.prompt_text() + "\n")
+
+    def start(self, prefix: str = "") -> str:
+        """The code a program-writing answer starts with: the partial program, or the
+        skeleton's head when the partial program is empty or the head's beginning."""
+        if self.scaffold is None:
+            return prefix
+        head = self.scaffold.head()
+        return head if head.startswith(prefix) else prefix
 
     def messages(self, request: Request) -> list[dict]:
         from codeworld.llm import format_value, render
 
-        d = self.description
+        d, form = self.description, self.form
         if request.action == GENERATE:
             if request.parent < 0:
-                return render("zero_shot", description=d)
-            return render("generate", description=d, partial_program=request.prefix)
-        if request.action == IMPROVE and request.mispredicted and "expected" in request.mispredicted:
+                return render("zero_shot", description=d, form=form, start=self.start())
+            return render("generate", description=d, form=form,
+                          partial_program=self.start(request.prefix))
+        if request.action == IMPROVE and (request.feedback or request.mispredicted):
             mis = request.mispredicted
-            expected, predicted = mis["expected"], mis["predicted"]
-            return render(
-                "improve", description=d, program=request.program,
-                state=format_value(mis["state"]), action=format_value(mis["action"]),
-                true_next_state=format_value(expected["next_state"]),
-                true_reward=format_value(expected["reward"]),
-                true_done=format_value(bool(expected["done"])),
-                predicted_next_state=format_value(predicted["next_state"]),
-                predicted_reward=format_value(predicted["reward"]),
-                predicted_done=format_value(bool(predicted["done"])))
+            if mis and "expected" in mis and "predicted" in mis and not _is_summary(request.feedback):
+                expected, predicted = mis["expected"], mis["predicted"]
+                evidence = "\n".join([
+                    "A transition it mispredicts:",
+                    f"- state: {format_value(mis['state'])}",
+                    f"- action: {format_value(mis['action'])}",
+                    f"- true next state: {format_value(expected['next_state'])}",
+                    f"- true reward: {format_value(expected['reward'])}",
+                    f"- true done: {format_value(bool(expected['done']))}",
+                    f"- predicted next state: {format_value(predicted['next_state'])}",
+                    f"- predicted reward: {format_value(predicted['reward'])}",
+                    f"- predicted done: {format_value(bool(predicted['done']))}"])
+            else:
+                evidence = "What it gets wrong:\n\n" + request.feedback
+            return render("improve", description=d, form=form, program=request.program,
+                          evidence=evidence)
         if request.action in (IMPROVE, FIX):
             error = request.feedback or "The program's predictions do not match the recorded data."
-            return render("fix", description=d, program=request.program, error=error)
+            return render("fix", description=d, form=form, program=request.program, error=error)
         raise ValueError(f"unknown action {request.action!r}")
 
     def program(self, request: Request, completion_text: str) -> str | None:
@@ -63,6 +87,13 @@ class CwmbPrompts:
             return extract_code(completion_text, prefill) + "\n"
         except CodeExtractionError:
             return None
+
+
+SUMMARY_HEAD = "Over all "
+
+
+def _is_summary(feedback: str) -> bool:
+    return feedback.startswith(SUMMARY_HEAD)
 
 
 def error_feedback(report: dict, program: str) -> str:
@@ -82,31 +113,107 @@ def error_feedback(report: dict, program: str) -> str:
 class ScorerEvaluator:
     """Scores programs for the search with a `codeworld.scoring.Scorer`.
 
+    With checks on (`AssistConfig.checks`), `prepare` makes the mechanical repairs, and
+    `evaluate` runs the static checks and then a smoke run of the buffer's first transitions in
+    the sandbox worker before the full pass over the buffer (in the same worker); a program that
+    fails either gets their messages as its *fix* feedback. With error summaries on, a healthy
+    program's feedback is the summary of its errors over the whole buffer.
+
     Args:
         scorer: the scorer of the environment and buffer (its mode sets the search signal).
         timeout_s: wall-clock limit of one program's predictions over the buffer.
+        assist: the switches (default: all on).
+        names: one name per state component for the error summary (default: ``s0, s1, ...``).
     """
 
-    def __init__(self, scorer: Any, timeout_s: float = 60.0):
+    def __init__(self, scorer: Any, timeout_s: float = 60.0, assist: Any = None,
+                 names: tuple[str, ...] | None = None):
+        from codeworld.synthesis.config import AssistConfig
+
         self.scorer = scorer
         self.timeout_s = timeout_s
+        self.assist = assist or AssistConfig()
+        self.names = names
+
+    def prepare(self, program: str) -> tuple[str, list[dict]]:
+        """The program after its mechanical repairs, and the repairs (empty with checks off)."""
+        if not self.assist.checks:
+            return program, []
+        from codeworld.synthesis.repairs import repair
+
+        repaired, repairs = repair(program)
+        return repaired, [r.to_json() for r in repairs]
 
     def evaluate(self, program: str) -> Evaluation:
-        report = self.scorer.score_source(program, timeout_s=self.timeout_s)
+        from codeworld.model import ModelSourceError
+        from codeworld.sandbox import ModelWorker
+
+        spec = self.scorer.spec
+        if self.assist.checks:
+            from codeworld.synthesis.checks import format_problems, static_problems
+
+            problems = static_problems(program, state_dim=spec.obs_dim, discrete=spec.discrete,
+                                       action_dim=spec.action_dim, n_actions=spec.n_actions)
+            if problems:
+                text = format_problems(problems, program)
+                data = self.scorer.failure_report("static_check", text, problems[0].line).to_dict()
+                data["stage"] = "static_check"
+                data["problems"] = [p.to_json() for p in problems]
+                return Evaluation(0.0, True, text, None, data)
+        try:
+            worker = ModelWorker(program, discrete=spec.discrete, compile=self.scorer.compile,
+                                 limits=self.scorer.limits)
+        except ModelSourceError as exc:
+            data = self.scorer.failure_report("exception", str(exc), exc.line).to_dict()
+            return Evaluation(0.0, True, error_feedback(data, program), None, data)
+        with worker:
+            if self.assist.checks:
+                smoke, _ = self.scorer.score_worker(worker, timeout_s=self.timeout_s,
+                                                    limit=self.assist.smoke_transitions)
+                if not smoke.ok:
+                    data = smoke.to_dict()
+                    data["stage"] = "smoke"
+                    feedback = ("It failed on the first recorded transition it was run on:\n"
+                                + error_feedback(data, program))
+                    return Evaluation(0.0, True, feedback, None, data)
+            report, predictions = self.scorer.score_worker(worker, timeout_s=self.timeout_s)
         data = report.to_dict()
         if not report.ok:
             return Evaluation(0.0, True, error_feedback(data, program), None, data)
         mispredicted = data.get("first_error")
         feedback = ""
-        if mispredicted:
+        if mispredicted and self.assist.error_summary and predictions is not None:
+            feedback = self.error_summary(predictions)
+            data["error_summary"] = feedback
+        elif mispredicted:
             feedback = (f"transition {mispredicted.get('index')}: state {mispredicted.get('state')}, "
                         f"action {mispredicted.get('action')}: expected {mispredicted.get('expected')}, "
                         f"predicted {mispredicted.get('predicted')}")
         return Evaluation(float(report.score), False, feedback, mispredicted, data)
 
+    def error_summary(self, predictions: Any) -> str:
+        """The summary of a healthy program's errors over the buffer (`summarize_errors`)."""
+        from codeworld.scoring.scorer import SOUND, tolerances
+        from codeworld.synthesis.feedback import summarize_errors
+
+        buf, spec = self.scorer.buffer, self.scorer.spec
+        tol = tolerances(spec, self.scorer.mode)
+        k = int(predictions.n_predicted)
+        names = self.names or tuple(f"s{i}" for i in range(spec.obs_dim))
+        true_done = buf.terminated if self.scorer.mode == SOUND else buf.dones
+        return summarize_errors(
+            states=buf.obs[:k], actions=buf.actions[:k], next_states=buf.next_obs[:k],
+            rewards=buf.rewards[:k], dones=true_done[:k],
+            predicted_states=predictions.next_states[:k], predicted_rewards=predictions.rewards[:k],
+            predicted_dones=predictions.dones[:k], names=names,
+            state_atol=tol.state_atol, state_rtol=tol.state_rtol, reward_atol=tol.reward_atol,
+            reward_rtol=tol.reward_rtol, discrete=spec.discrete,
+            max_tokens=self.assist.summary_tokens, max_examples=self.assist.summary_examples)
+
 
 def make_cwmb_world(env_id: str, *, buffer: Any = None, mode: str = "sound",
-                    compile: bool = False, timeout_s: float = 60.0) -> tuple[CwmbPrompts, ScorerEvaluator]:
+                    compile: bool = False, timeout_s: float = 60.0,
+                    assist: Any = None) -> tuple[CwmbPrompts, ScorerEvaluator]:
     """The prompts and the evaluator for one CWMB environment.
 
     Args:
@@ -116,9 +223,17 @@ def make_cwmb_world(env_id: str, *, buffer: Any = None, mode: str = "sound",
         compile: let the scorer compile candidates with Numba (slower per candidate; the
             scores are the same).
         timeout_s: wall-clock limit of one program's predictions.
+        assist: the `AssistConfig` of the run (scaffold, checks and repairs, error summary;
+            default: all on).
     """
     from codeworld.envs.descriptions import describe
     from codeworld.scoring import Scorer
+    from codeworld.synthesis.config import AssistConfig
+    from codeworld.synthesis.scaffold import build_scaffold
 
+    assist = assist or AssistConfig()
     scorer = Scorer(env_id, buffer, mode=mode, compile=compile)
-    return CwmbPrompts(describe(scorer.spec.env_id)), ScorerEvaluator(scorer, timeout_s)
+    description = describe(scorer.spec.env_id)
+    scaffold = build_scaffold(scorer.spec, description)
+    prompts = CwmbPrompts(description, scaffold if assist.scaffold else None)
+    return prompts, ScorerEvaluator(scorer, timeout_s, assist, scaffold.names)

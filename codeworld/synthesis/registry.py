@@ -8,7 +8,7 @@ import typing
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from codeworld.synthesis.config import GifMctsConfig, RexConfig, SamplingConfig, ZeroShotConfig
+from codeworld.synthesis.config import GifMctsConfig, RexConfig, ZeroShotConfig
 from codeworld.synthesis.gif_mcts import GifMcts
 from codeworld.synthesis.rex import Rex, ZeroShot
 
@@ -76,8 +76,8 @@ def config_from_json(config_class: type, data: dict) -> Any:
     for key, value in data.items():
         if key not in hints:
             raise TypeError(f"{config_class.__name__} has no field {key!r}")
-        if hints[key] is SamplingConfig and isinstance(value, dict):
-            value = SamplingConfig(**value)
+        if dataclasses.is_dataclass(hints[key]) and isinstance(value, dict):
+            value = config_from_json(hints[key], value)
         elif isinstance(value, list):
             value = tuple(value)
         kwargs[key] = value

@@ -7,6 +7,8 @@ Layout::
       calls/0003.json     call 3: the request, the messages sent, the completion and its cost
       programs/0003.py    the program call 3 wrote
       programs/0003.json  its evaluation (score, buggy, feedback, the scorer's full report)
+      repairs/0003.json   the mechanical repairs made to call 3's program before scoring (if any):
+                          what was changed, and the program as the LLM wrote it
       tree.json           the search state (GIF-MCTS tree, or REx / zero-shot pool)
       accounting.json     calls, tokens, seconds
       best_model.py       the best program so far
@@ -30,6 +32,7 @@ from codeworld.synthesis.types import Evaluation
 RUN_FILE = "run.json"
 CALLS_DIR = "calls"
 PROGRAMS_DIR = "programs"
+REPAIRS_DIR = "repairs"
 TREE_FILE = "tree.json"
 ACCOUNTING_FILE = "accounting.json"
 BEST_MODEL_FILE = "best_model.py"
@@ -129,6 +132,23 @@ class RunDir:
             write_atomic(self.program_path(call), program)
         record = {"call": call, "has_program": program is not None, **evaluation.to_json()}
         write_atomic(self.report_path(call), _dump(record))
+
+    def repairs_path(self, call: int) -> Path:
+        return self.path / REPAIRS_DIR / f"{call:04d}.json"
+
+    def save_repairs(self, call: int, original: str, program: str, repairs: list[dict]) -> None:
+        """Save the mechanical repairs made to a call's program (not an LLM call)."""
+        write_atomic(self.repairs_path(call), _dump({"call": call, "repairs": repairs,
+                                                     "original": original, "program": program}))
+
+    def load_repairs(self) -> dict[int, dict]:
+        """Every saved repair record, by call index (empty for runs without repairs)."""
+        out = {}
+        folder = self.path / REPAIRS_DIR
+        if folder.is_dir():
+            for file in sorted(folder.glob("[0-9]*.json")):
+                out[int(file.stem)] = json.loads(file.read_text(encoding="utf-8"))
+        return out
 
     def load_evaluation(self, call: int, program: str | None) -> Evaluation | None:
         """The saved evaluation of a call's program, if it is for this very program."""

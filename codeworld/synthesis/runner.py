@@ -2,8 +2,9 @@
 
 `synthesize` is the only place where a search meets the world: it turns each `Request` into chat
 messages, gets a completion (from the run directory when the call was already made, otherwise
-from the LLM), extracts the program, scores it with the evaluator, and hands the `Outcome` back
-to the search. The run directory is written after every call, so an interrupted run resumes by
+from the LLM), extracts the program, lets the evaluator repair its form when it can (an evaluator
+with a ``prepare`` method: mechanical repairs, saved in the run directory and never counted as
+LLM calls), scores it with the evaluator, and hands the `Outcome` back to the search. The run directory is written after every call, so an interrupted run resumes by
 calling `synthesize` again on the same directory with a fresh search: the search replays the
 saved calls (same seed, same decisions), checks that each saved prompt is the one it would send
 now, and continues with new calls where the saved ones end.
@@ -44,6 +45,8 @@ class Accounting:
         eval_seconds: time spent scoring programs in this session.
         wall_seconds: wall time of this session.
         stopped_by_time_limit: the session ended at its time limit with budget left.
+        repairs: mechanical repairs made to the programs (no LLM call; see
+            `codeworld.synthesis.repairs`), replayed calls included.
     """
 
     calls: int = 0
@@ -56,6 +59,7 @@ class Accounting:
     eval_seconds: float = 0.0
     wall_seconds: float = 0.0
     stopped_by_time_limit: bool = False
+    repairs: int = 0
 
     @property
     def tokens(self) -> int:
@@ -170,6 +174,16 @@ def synthesize(search: Search, *, llm: LLM | None, prompts: PromptBuilder, evalu
             accounting.completion_tokens += completion["completion_tokens"]
             accounting.llm_seconds += completion["latency_s"]
         program = prompts.program(request, completion["text"])
+        repairs: list[dict] = []
+        prepare = getattr(evaluator, "prepare", None)
+        if program is not None and prepare is not None:
+            original = program
+            program, repairs = prepare(program)
+            if repairs:
+                with lock:
+                    accounting.repairs += len(repairs)
+                if run_dir is not None:
+                    run_dir.save_repairs(request.call, original, program, repairs)
         evaluation = run_dir.load_evaluation(request.call, program) if run_dir else None
         if evaluation is None:
             t0 = time.perf_counter()

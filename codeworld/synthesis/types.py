@@ -59,7 +59,12 @@ class Evaluation:
 
 
 class Evaluator(Protocol):
-    """Scores a program (in a sandbox: the program is untrusted) and explains what is wrong."""
+    """Scores a program (in a sandbox: the program is untrusted) and explains what is wrong.
+
+    An evaluator may also have ``prepare(program) -> (program, repairs)``: mechanical repairs
+    made before scoring (a list of JSON-ready records, empty when nothing changed). The runner
+    calls it when present, keeps the repaired program and records the repairs.
+    """
 
     def evaluate(self, program: str) -> Evaluation: ...
 

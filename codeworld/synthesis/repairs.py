@@ -1,0 +1,206 @@
+"""Mechanical repairs: fixes to a program's form that need no LLM call.
+
+Some mistakes have one right fix that a rule can make as well as a model: a module that uses
+``np`` or ``math`` without importing it, a ``step`` that returns its next state as a list or
+tuple, an int reward or done flag where the contract wants a float and a bool, a next-state
+array made with an integer dtype (which silently truncates every value written into it).
+`repair` makes these edits on the source text (reading it with `ast` and pyflakes only: the
+program is untrusted and is not run), leaves every other line as it was, and says what it did, so
+that the run directory records each repair. A repair is not an LLM call and is never counted as
+one.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+# Module names a program may use, with the import line that provides each.
+_IMPORTS = {"np": "import numpy as np", "numpy": "import numpy", "math": "import math"}
+_INT_DTYPES = {"int", "np.int_", "np.int8", "np.int16", "np.int32", "np.int64", "numpy.int32",
+               "numpy.int64", "np.intc", "'int'", '"int"', "'int32'", '"int32"', "'int64'",
+               '"int64"'}
+_ARRAY_MAKERS = {"zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like",
+                 "full_like"}
+
+
+@dataclass(frozen=True)
+class Repair:
+    """One mechanical repair.
+
+    Attributes:
+        kind: ``"missing_import"``, ``"state_as_array"``, ``"reward_as_float"``,
+            ``"done_as_bool"`` or ``"float_state_dtype"``.
+        line: the line it changed (in the program before the repair).
+        detail: what was done, in words.
+    """
+
+    kind: str
+    line: int
+    detail: str
+
+    def to_json(self) -> dict:
+        return {"kind": self.kind, "line": self.line, "detail": self.detail}
+
+
+def repair(source: str) -> tuple[str, list[Repair]]:
+    """The program with its mechanical repairs made, and the list of repairs (empty: unchanged).
+
+    A program that does not parse is returned as it is.
+    """
+    repairs: list[Repair] = []
+    source, done = _repair_returns(source)
+    repairs += done
+    source, done = _repair_imports(source)
+    repairs += done
+    return source, repairs
+
+
+# ------------------------------------------------------------------------------------ imports
+
+
+def _repair_imports(source: str) -> tuple[str, list[Repair]]:
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return source, []
+    from codeworld.synthesis.checks import pyflakes_messages
+
+    missing = []
+    for msg in pyflakes_messages(tree):
+        if type(msg).__name__ == "UndefinedName" and msg.message_args[0] in _IMPORTS:
+            name = msg.message_args[0]
+            if name not in missing:
+                missing.append(name)
+    if not missing:
+        return source, []
+    lines = source.splitlines(keepends=True)
+    at = _import_position(tree)
+    added = [_IMPORTS[name] + "\n" for name in sorted(missing)]
+    new = "".join(lines[:at] + added + lines[at:])
+    return new, [Repair("missing_import", at + 1, f"added `{_IMPORTS[name]}`") for name in sorted(missing)]
+
+
+def _import_position(tree: ast.Module) -> int:
+    """The 0-based line before which imports go: after a module docstring and ``__future__``."""
+    at = 0
+    for node in tree.body:
+        is_doc = (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+                  and isinstance(node.value.value, str) and node is tree.body[0])
+        is_future = isinstance(node, ast.ImportFrom) and node.module == "__future__"
+        if is_doc or is_future:
+            at = node.end_lineno or node.lineno
+        else:
+            break
+    return at
+
+
+# ------------------------------------------------------------------------------------ returns
+
+
+def _repair_returns(source: str) -> tuple[str, list[Repair]]:
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return source, []
+    step = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "step"), None)
+    if step is None:
+        return source, []
+    from codeworld.synthesis.checks import _own_nodes
+
+    assigned: dict[str, list[ast.AST]] = {}
+    for node in _own_nodes(step):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    assigned.setdefault(target.id, []).append(node.value)
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and isinstance(node.target, ast.Name):
+            assigned.setdefault(node.target.id, []).append(node.value)
+    edits: list[tuple[ast.AST, str, Repair]] = []
+    for node in _own_nodes(step):
+        if not (isinstance(node, ast.Return) and isinstance(node.value, ast.Tuple)
+                and len(node.value.elts) == 3):
+            continue
+        state, reward, done = node.value.elts
+        text = ast.get_source_segment(source, state)
+        if text is not None and _is_sequence(state, assigned):
+            edits.append((state, f"np.array({text}, dtype=np.float64)",
+                          Repair("state_as_array", state.lineno,
+                                 "the next state is returned as a float64 numpy array")))
+        if isinstance(state, ast.Name):
+            for value in assigned.get(state.id, []):
+                dtype = _int_dtype_keyword(value, source)
+                if dtype is not None:
+                    edits.append((dtype, "np.float64", Repair(
+                        "float_state_dtype", dtype.lineno,
+                        f"`{state.id}` is made with dtype np.float64 (an integer dtype "
+                        "truncated the values written into it)")))
+        if _is_int_literal(reward):
+            edits.append((reward, f"{float(reward.value)!r}", Repair(
+                "reward_as_float", reward.lineno, "the reward is returned as a float")))
+        if _is_int_literal(done) and done.value in (0, 1):
+            edits.append((done, str(bool(done.value)), Repair(
+                "done_as_bool", done.lineno, "done is returned as a bool")))
+    if not edits:
+        return source, []
+    unique: dict[tuple, tuple[ast.AST, str, Repair]] = {}
+    for node, text, rep in edits:
+        unique.setdefault((node.lineno, node.col_offset, node.end_lineno, node.end_col_offset),
+                          (node, text, rep))
+    new = _apply_edits(source, list(unique.values()))
+    try:
+        ast.parse(new)
+    except SyntaxError:  # never hand back a program that no longer parses
+        return source, []
+    return new, [rep for _, _, rep in sorted(unique.values(), key=lambda e: (e[0].lineno, e[0].col_offset))]
+
+
+def _is_int_literal(node: ast.AST) -> bool:
+    return (isinstance(node, ast.Constant) and isinstance(node.value, int)
+            and not isinstance(node.value, bool))
+
+
+def _is_sequence(node: ast.AST, assigned: dict[str, list[ast.AST]]) -> bool:
+    """A list or tuple display (or comprehension), or a name only ever assigned one."""
+    def literal(value: ast.AST) -> bool:
+        if isinstance(value, (ast.List, ast.Tuple, ast.ListComp)):
+            return True
+        return (isinstance(value, ast.Call) and isinstance(value.func, ast.Name)
+                and value.func.id in ("list", "tuple"))
+
+    if literal(node):
+        return True
+    if isinstance(node, ast.Name):
+        values = assigned.get(node.id, [])
+        return bool(values) and all(literal(v) for v in values)
+    return False
+
+
+def _int_dtype_keyword(value: ast.AST, source: str) -> ast.AST | None:
+    """The ``dtype=`` value of ``np.zeros(..., dtype=int)``-like calls with an integer dtype."""
+    if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)
+            and value.func.attr in _ARRAY_MAKERS and isinstance(value.func.value, ast.Name)
+            and value.func.value.id in ("np", "numpy")):
+        return None
+    for kw in value.keywords:
+        if kw.arg == "dtype" and (ast.get_source_segment(source, kw.value) or "").replace(" ", "") in _INT_DTYPES:
+            return kw.value
+    return None
+
+
+def _apply_edits(source: str, edits: list[tuple[ast.AST, str, Repair]]) -> str:
+    """Replace each node's source span with its new text (spans do not overlap)."""
+    lines = source.splitlines(keepends=True)
+    offsets = [0]
+    for line in lines:
+        offsets.append(offsets[-1] + len(line.encode("utf-8")))
+    data = source.encode("utf-8")
+
+    def pos(line: int, col: int) -> int:  # ast columns are UTF-8 byte offsets
+        return offsets[line - 1] + col
+
+    spans = sorted(((pos(n.lineno, n.col_offset), pos(n.end_lineno, n.end_col_offset), text)
+                    for n, text, _ in edits), reverse=True)
+    for start, end, text in spans:
+        data = data[:start] + text.encode("utf-8") + data[end:]
+    return data.decode("utf-8")

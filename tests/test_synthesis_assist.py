@@ -1,0 +1,306 @@
+"""What every search method adds around the LLM: scaffold, checks and repairs, error summaries."""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from codeworld.cli import main
+from codeworld.envs.registry import EnvSpec
+from codeworld.synthesis import AssistConfig, GifMcts, Rex, RunDir, synthesize
+from codeworld.synthesis.checks import static_problems
+from codeworld.synthesis.cwmb import CwmbPrompts, make_cwmb_world
+from codeworld.synthesis.fakes import ScriptedLLM
+from codeworld.synthesis.feedback import summarize_errors
+from codeworld.synthesis.repairs import repair
+from codeworld.synthesis.scaffold import build_scaffold
+from codeworld.synthesis.types import FIX, GENERATE, IMPROVE, Request
+
+MODEL = Path(__file__).parent / "models" / "cartpole_functional.py"
+
+# An environment codeworld has never seen: a spec made here, a description written here.
+GREENHOUSE = EnvSpec(
+    env_id="Greenhouse-v0", paper_id="Greenhouse-v0", gym_id="Greenhouse-v0", family="custom",
+    action_kind="continuous", n_actions=0, action_low=(-1.0, 0.0), action_high=(1.0, 2.0),
+    obs_dim=3, action_dim=2, planner="cem", state_atol=1e-6, state_rtol=1e-6, reward_atol=1e-6,
+    reward_rtol=1e-6, paper_exact=False, max_episode_steps=50)
+GREENHOUSE_TEXT = """# A greenhouse
+
+## Action Space
+
+| Num | Action      | Min | Max |
+|-----|-------------|-----|-----|
+| 0   | Heater      | -1  | 1   |
+| 1   | Water valve | 0   | 2   |
+
+## Observation Space
+
+| Num | Observation            | Unit |
+|-----|------------------------|------|
+| 0   | Air temperature        | C    |
+| 1   | Soil `moisture`        | %    |
+| 2   | Hours of the day       | h    |
+"""
+
+TILES = EnvSpec(
+    env_id="Tiles-v0", paper_id="Tiles-v0", gym_id="Tiles-v0", family="custom",
+    action_kind="discrete", n_actions=4, action_low=(), action_high=(), obs_dim=1, action_dim=1,
+    planner="mcts", state_atol=0.0, state_rtol=0.0, reward_atol=0.0, reward_rtol=0.0,
+    paper_exact=True, max_episode_steps=None)
+
+
+def fence(program: str) -> str:
+    return f"Here is the program:\n```python\n{program}```\n"
+
+
+# ------------------------------------------------------------------------------ scaffold
+
+
+def test_scaffold_of_an_unseen_env_names_the_state_from_its_description():
+    scaffold = build_scaffold(GREENHOUSE, GREENHOUSE_TEXT)
+    assert scaffold.names == ("air_temperature", "soil_moisture", "hours_day")  # not the actions
+    assert scaffold.named_from == "table" and not scaffold.integer
+    text = scaffold.prompt_text()
+    assert "exactly 3 numbers" in text and "- state[1]: soil_moisture" in text
+    assert "1-D float64 numpy array of 2 values in [-1, 2]" in text
+    skeleton = scaffold.skeleton()
+    tree = ast.parse(skeleton)
+    assert [n.name for n in tree.body if isinstance(n, ast.FunctionDef)] == ["step"]
+    assert "    soil_moisture = float(state[1])" in skeleton
+    assert skeleton.rstrip().endswith("return next_state, float(reward), bool(done)")
+    assert "np.array([air_temperature, soil_moisture, hours_day], dtype=np.float64)" in skeleton
+
+
+def test_scaffold_without_a_table_numbers_the_components_and_reads_whole_numbers():
+    single = build_scaffold(TILES, "A tile game. The observation is one int.")
+    assert single.names == ("observation",) and single.integer
+    assert "    observation = int(state[0])\n    action = int(action)\n" in single.head()
+    assert "nothing else to unpack" in single.state_text()
+    assert "an int in 0..3" in single.action_text()
+    numbered = build_scaffold(GREENHOUSE, "No table here.")
+    assert numbered.names == ("s0", "s1", "s2") and numbered.named_from == "numbered"
+
+
+def test_prompts_show_the_scaffold_and_start_each_answer_as_code():
+    scaffold = build_scaffold(GREENHOUSE, GREENHOUSE_TEXT)
+    prompts = CwmbPrompts(GREENHOUSE_TEXT, scaffold)
+    zero = prompts.messages(Request(call=0, action=GENERATE, parent=-1))
+    assert "soil_moisture" in zero[1]["content"]
+    assert zero[-1] == {"role": "assistant", "content": "```python\n" + scaffold.head()}
+    # GIF-MCTS generate: a partial program that is the head's beginning gets the whole head;
+    # one that goes past it is continued as it is.
+    short = prompts.messages(Request(call=1, action=GENERATE, parent=1, prefix="import math\n"))
+    assert short[-1]["content"] == "```python\n" + scaffold.head()
+    longer = scaffold.head() + "    heat = action[0]\n"
+    assert prompts.messages(Request(call=1, action=GENERATE, parent=1, prefix=longer))[-1][
+        "content"] == "```python\n" + longer
+    for action, feedback in ((FIX, "line 3: NameError"), (IMPROVE, "Over all 10 recorded ...")):
+        messages = prompts.messages(Request(call=2, action=action, parent=0, program="P = 1\n",
+                                            feedback=feedback))
+        assert messages[-1]["role"] == "assistant"
+        assert messages[-1]["content"].startswith("```python\n")  # prefill: no call spent on prose
+        user = messages[1]["content"]
+        # Invariant parts first (description, scaffold), the variable ones (program, feedback) last.
+        assert user.index("A greenhouse") < user.index("soil_moisture") < user.index("P = 1") < user.index(feedback)
+    # A program taken from a completion continues the prefill.
+    program = prompts.program(Request(call=0, action=GENERATE, parent=-1),
+                              "    reward = 0.0\n    done = False\n"
+                              "    return np.array([air_temperature, soil_moisture, hours_day]), reward, done\n```")
+    assert program.startswith("import math") and "soil_moisture = float(state[1])" in program
+    without = CwmbPrompts(GREENHOUSE_TEXT, None).messages(Request(call=0, action=GENERATE, parent=-1))
+    assert "soil_moisture" not in without[1]["content"] and without[-1]["content"] == "```python\n"
+
+
+# ------------------------------------------------------------------------------ checks and repairs
+
+
+def test_static_checks_find_the_mistakes_of_form():
+    program = ("import numpy as np\n"
+               "def step(state, action):\n"
+               "    row, col, passenger, goal = state\n"
+               "    x = int(state[2])\n"
+               "    y = speed + 1\n"
+               "    a = action[0]\n"
+               "    return np.array([row]), 1.0, False\n")
+    problems = static_problems(program, state_dim=1, discrete=True, n_actions=4)
+    kinds = [(p.line, p.kind) for p in problems]
+    assert kinds == [(3, "state_unpacking"), (4, "state_index"), (5, "undefined_name"),
+                     (6, "action_form")]
+    assert "unpacks the state into 4 names, but the state holds exactly 1 number" in problems[0].message
+    assert static_problems("x = 1\n", state_dim=1, discrete=True)[0].kind == "no_model"
+    assert static_problems(MODEL.read_text(), state_dim=4, discrete=True) == []
+    continuous = "def step(state, action):\n    a, b, c = action\n    return state, 0.0, False\n"
+    assert [p.kind for p in static_problems(continuous, state_dim=2, discrete=False, action_dim=2)] == ["action_form"]
+
+
+def test_repairs_fix_form_without_changing_other_lines():
+    program = ("def step(state, action):\n"
+               "    nxt = np.zeros(2, dtype=int)\n"
+               "    nxt[0] = state[0] + math.sin(0.5)\n"
+               "    if action == 1:\n"
+               "        return [state[0], state[1]], 1, 0\n"
+               "    return nxt, 0, False\n")
+    repaired, repairs = repair(program)
+    assert sorted(r.kind for r in repairs) == ["done_as_bool", "float_state_dtype", "missing_import",
+                                               "missing_import", "reward_as_float", "reward_as_float",
+                                               "state_as_array"]
+    assert repaired.startswith("import math\nimport numpy as np\n")
+    assert "np.zeros(2, dtype=np.float64)" in repaired
+    assert "return np.array([state[0], state[1]], dtype=np.float64), 1.0, False" in repaired
+    assert "    nxt[0] = state[0] + math.sin(0.5)\n" in repaired
+    assert repair(MODEL.read_text()) == (MODEL.read_text(), [])
+
+
+def test_a_repair_is_recorded_in_the_run_dir_and_is_not_an_llm_call(tmp_path):
+    good = MODEL.read_text()
+    missing_math = good.replace("import math\n", "")
+    assert missing_math != good
+    prompts, evaluator = make_cwmb_world("CartPole-v1")
+    llm = ScriptedLLM([fence(missing_math)])
+    run_dir = RunDir(tmp_path / "run")
+    run_dir.init({"method": "worldcoder"})
+    result = synthesize(Rex(seed=0), llm=llm, prompts=prompts, evaluator=evaluator, budget=1,
+                        run_dir=run_dir)
+    assert llm.calls == [0] and result.accounting.calls == 1 and result.accounting.repairs == 1
+    assert not result.best_evaluation.buggy and result.best_evaluation.score == 1.0
+    record = json.loads((tmp_path / "run" / "repairs" / "0000.json").read_text())
+    assert [r["kind"] for r in record["repairs"]] == ["missing_import"]
+    assert record["original"] == missing_math and "import math" in record["program"]
+    assert (tmp_path / "run" / "programs" / "0000.py").read_text() == record["program"]
+    accounting = json.loads((tmp_path / "run" / "accounting.json").read_text())
+    assert accounting["calls"] == 1 and accounting["repairs"] == 1
+
+
+def test_static_check_messages_reach_fix_without_running_the_program(tmp_path):
+    wrong_form = MODEL.read_text().replace(
+        "x, x_dot, theta, theta_dot = state[0], state[1], state[2], state[3]",
+        "x, x_dot, theta, theta_dot, extra = state")
+    prompts, evaluator = make_cwmb_world("CartPole-v1")
+    llm = ScriptedLLM([fence(wrong_form), fence(MODEL.read_text())])
+    run_dir = RunDir(tmp_path / "run")
+    run_dir.init({"method": "gif-mcts"})
+    result = synthesize(GifMcts(seed=0), llm=llm, prompts=prompts, evaluator=evaluator, budget=2,
+                        run_dir=run_dir)
+    first = json.loads((tmp_path / "run" / "programs" / "0000.json").read_text())
+    assert first["buggy"] and first["report"]["stage"] == "static_check"
+    assert first["report"]["n_predicted"] == 0
+    fix = json.loads((tmp_path / "run" / "calls" / "0001.json").read_text())
+    assert fix["request"]["action"] == "fix"
+    assert "unpacks the state into 5 names, but the state holds exactly 4 numbers" in fix["messages"][1]["content"]
+    assert result.best_evaluation.score == 1.0
+
+
+def test_smoke_run_in_the_sandbox_stops_a_failing_program_before_the_full_pass():
+    crashing = MODEL.read_text().replace("cos_t = math.cos(theta)", "cos_t = math.cos(theta) / 0.0 ** 1")
+    prompts, evaluator = make_cwmb_world("CartPole-v1")
+    evaluation = evaluator.evaluate(crashing)
+    assert evaluation.buggy and evaluation.report["stage"] == "smoke"
+    assert "ZeroDivisionError" in evaluation.feedback and "first recorded transition" in evaluation.feedback
+    assert evaluation.report["n_predicted"] == 0
+
+
+def test_checks_switched_off_change_nothing():
+    missing_math = MODEL.read_text().replace("import math\n", "")
+    prompts, evaluator = make_cwmb_world("CartPole-v1", assist=AssistConfig(checks=False))
+    assert evaluator.prepare(missing_math) == (missing_math, [])
+    evaluation = evaluator.evaluate(missing_math)
+    assert evaluation.buggy and "stage" not in evaluation.report and "math" in evaluation.feedback
+
+
+# ------------------------------------------------------------------------------ error summary
+
+
+def test_error_summary_carries_the_data_of_a_known_wrong_model():
+    n = 20
+    states = np.stack([np.arange(n, dtype=float), np.zeros(n), np.ones(n)], axis=1)
+    truth = states + np.array([1.0, 0.5, 0.0])
+    pred = truth.copy()
+    pred[:, 0] += 2.0           # air temperature always 2 too high
+    pred[:10, 1] = states[:10, 1]  # soil moisture left unchanged in half of them
+    rewards = np.where(np.arange(n) % 2 == 0, 1.0, -1.0)
+    pred_rewards = np.ones(n)   # -1 predicted as 1 ten times
+    dones = np.zeros(n, bool)
+    dones[[4, 9]] = True
+    pred_dones = np.zeros(n, bool)
+    text = summarize_errors(
+        states=states, actions=np.zeros((n, 1)), next_states=truth, rewards=rewards, dones=dones,
+        predicted_states=pred, predicted_rewards=pred_rewards, predicted_dones=pred_dones,
+        names=("air_temperature", "soil_moisture", "hours_day"), state_atol=1e-6, state_rtol=0.0,
+        reward_atol=1e-6, reward_rtol=0.0, discrete=True, max_tokens=700, max_examples=3)
+    assert text.startswith("Over all 20 recorded transitions, the program is wrong on 20 (100%).")
+    assert "- air_temperature (state[0]): wrong in 100%, typical error +2 (predicted minus true)" in text
+    assert "- soil_moisture (state[1]): wrong in 50%, typical error -0.5" in text
+    assert "mostly left unchanged where it should change" in text
+    assert "- always right: hours_day" in text
+    assert "Reward: wrong in 50% (true -1 predicted 1: 10x)." in text
+    assert "Done: missed 2 of 2 terminations." in text
+    examples = [block for block in text.split("\n\n") if block.startswith("Example")]
+    assert 2 <= len(examples) <= 3
+    assert len({block.splitlines()[0] for block in examples}) == len(examples)  # different groups
+    short = summarize_errors(
+        states=states, actions=np.zeros((n, 1)), next_states=truth, rewards=rewards, dones=dones,
+        predicted_states=pred, predicted_rewards=pred_rewards, predicted_dones=pred_dones,
+        names=("a", "b", "c"), state_atol=1e-6, state_rtol=0.0, reward_atol=1e-6,
+        reward_rtol=0.0, discrete=True, max_tokens=60, max_examples=3)
+    assert len(short) <= 60 * 4 and "Example" not in short
+
+
+def test_improve_prompt_shows_the_error_summary_with_component_names(tmp_path):
+    good = MODEL.read_text()
+    wrong = good.replace("TAU = 0.02", "TAU = 0.03")
+    prompts, evaluator = make_cwmb_world("CartPole-v1")
+    llm = ScriptedLLM([fence(wrong), fence(good)])
+    run_dir = RunDir(tmp_path / "run")
+    run_dir.init({"method": "worldcoder"})
+    synthesize(Rex(seed=0), llm=llm, prompts=prompts, evaluator=evaluator, budget=2, run_dir=run_dir)
+    first = json.loads((tmp_path / "run" / "programs" / "0000.json").read_text())
+    assert not first["buggy"] and first["feedback"].startswith("Over all 568 recorded transitions")
+    improve = json.loads((tmp_path / "run" / "calls" / "0001.json").read_text())
+    assert improve["request"]["action"] == "improve"
+    user = improve["messages"][1]["content"]
+    assert "- cart_position (state[0]): wrong in" in user and "Example (" in user
+    assert improve["messages"][-1]["content"].startswith("```python\n")
+    off_prompts, off_evaluator = make_cwmb_world("CartPole-v1", assist=AssistConfig(error_summary=False))
+    off = off_evaluator.evaluate(wrong)
+    assert off.feedback.startswith("transition ")
+    message = off_prompts.messages(Request(call=1, action=IMPROVE, parent=0, program=wrong,
+                                           feedback=off.feedback, mispredicted=off.mispredicted))
+    assert "A transition it mispredicts:" in message[1]["content"]
+
+
+# ------------------------------------------------------------------------------ config and old runs
+
+
+def test_switches_are_config_fields_and_older_run_dirs_still_load(tmp_path, capsys):
+    script = tmp_path / "s.json"
+    script.write_text(json.dumps([fence(MODEL.read_text())]))
+    out = tmp_path / "run"
+    assert main(["synthesize", "CartPole-v1", "--llm", f"scripted:{script}", "--budget", "1",
+                 "--out", str(out), "--set", "assist.scaffold=off"]) == 0
+    meta = json.loads((out / "run.json").read_text())
+    assert meta["config"]["assist"] == {**AssistConfig().__dict__, "scaffold": False}
+    call = json.loads((out / "calls" / "0000.json").read_text())
+    assert "The form of the program" not in call["messages"][1]["content"]
+    # A run directory written before these switches existed: no assist config, no repairs count.
+    del meta["config"]["assist"]
+    (out / "run.json").write_text(json.dumps(meta))
+    accounting = json.loads((out / "accounting.json").read_text())
+    del accounting["repairs"]
+    (out / "accounting.json").write_text(json.dumps(accounting))
+    capsys.readouterr()
+    assert main(["show", str(out)]) == 0
+    assert "best score 1.0000" in capsys.readouterr().out
+    from codeworld.synthesis.config import GifMctsConfig
+    from codeworld.synthesis.registry import config_from_json
+
+    assert config_from_json(GifMctsConfig, meta["config"]).assist == AssistConfig()
+
+
+@pytest.mark.parametrize("field", ["smoke_transitions", "summary_tokens"])
+def test_assist_config_rejects_nonsense(field):
+    with pytest.raises(ValueError):
+        AssistConfig(**{field: 0})
