@@ -108,10 +108,12 @@ def split_buffer(buffer: ReplayBuffer, heldout_fraction: float) -> tuple[ReplayB
 
 
 def _scorer_like(scorer: Any, buffer: ReplayBuffer):
+    """A scorer of the same environment and mode on `buffer`, on the Python path: a program's
+    scores are the same either way, and this spares a Numba compilation per score."""
     from codeworld.scoring import Scorer
 
     return Scorer(scorer.spec.env_id, buffer, mode=scorer.mode, references=False,
-                  compile=scorer.compile, limits=scorer.limits)
+                  compile=False, limits=scorer.limits)
 
 
 def _score(scorer: Any, source: str, timeout_s: float | None) -> float:
@@ -120,13 +122,16 @@ def _score(scorer: Any, source: str, timeout_s: float | None) -> float:
 
 
 def fit_constants(source: str, scorer: Any, config: FitConfig | None = None, *,
-                  limits: Any = None, timeout_s: float | None = 60.0) -> FitResult:
+                  compile: bool = True, limits: Any = None,
+                  timeout_s: float | None = 60.0) -> FitResult:
     """Fit `source`'s literals on a training split of the scorer's buffer.
 
     Args:
         source: the model program (either accepted form).
         scorer: a `codeworld.scoring.Scorer`: its environment, buffer and mode.
         config: the fit's settings (`FitConfig`).
+        compile: let the worker evaluate the program compiled (when that predicts exactly as
+            the Python path); off, every evaluation runs on the Python path.
         limits: sandbox limits of the fit's worker (default: Numba preloaded, a timeout of the
             fit's cap plus start-up slack).
         timeout_s: wall-clock limit of each scoring request.
@@ -151,8 +156,9 @@ def fit_constants(source: str, scorer: Any, config: FitConfig | None = None, *,
     train, heldout = split_buffer(scorer.buffer, config.heldout_fraction)
     result.n_train, result.n_heldout = len(train), len(heldout)
     heldout_scorer = _scorer_like(scorer, heldout)
+    whole_scorer = _scorer_like(scorer, scorer.buffer)
     result.heldout_before = _score(heldout_scorer, source, timeout_s)
-    result.score_before = _score(scorer, source, timeout_s)
+    result.score_before = _score(whole_scorer, source, timeout_s)
 
     limits = limits or SandboxLimits(preload_numba=True,
                                      timeout_s=config.max_seconds + STARTUP_SLACK_S)
@@ -162,7 +168,7 @@ def fit_constants(source: str, scorer: Any, config: FitConfig | None = None, *,
             next_states=train.next_obs, rewards=train.rewards, terminated=train.terminated,
             discrete=scorer.spec.discrete, method=config.method,
             max_evaluations=config.max_evaluations, max_seconds=config.max_seconds,
-            max_constants=config.max_constants, compiled=scorer.compile)
+            max_constants=config.max_constants, compiled=compile)
     if not reply.ok:
         result.status = reply.status
         result.message = f"the fit failed in the sandbox: {reply.message or reply.status}"
@@ -180,7 +186,7 @@ def fit_constants(source: str, scorer: Any, config: FitConfig | None = None, *,
     fitted = rewrite_literals(source, literals, values)
     result.fitted_source = fitted
     result.heldout_after = _score(heldout_scorer, fitted, timeout_s)
-    result.score_after = _score(scorer, fitted, timeout_s)
+    result.score_after = _score(whole_scorer, fitted, timeout_s)
     gain = result.heldout_after - result.heldout_before
     result.accepted = gain > config.min_improvement
     if result.accepted:
