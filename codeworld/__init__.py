@@ -26,6 +26,9 @@ _EXPORTS = {
     "ReplayBuffer": "codeworld.envs.buffers",
     "load_buffer": "codeworld.envs.buffers",
     "describe": "codeworld.envs.descriptions",
+    "FitConfig": "codeworld.fitting",
+    "FitResult": "codeworld.fitting",
+    "fit_constants": "codeworld.fitting",
     "LLM": "codeworld.llm",
     "Completion": "codeworld.llm",
     "LLMConfig": "codeworld.llm",
@@ -44,6 +47,8 @@ _EXPORTS = {
     "Sandbox": "codeworld.sandbox",
     "SandboxLimits": "codeworld.sandbox",
     "SandboxResult": "codeworld.sandbox",
+    "SpeedReport": "codeworld.speed",
+    "speed_step": "codeworld.speed",
     "Scorer": "codeworld.scoring",
     "ScoreReport": "codeworld.scoring",
     "score_model": "codeworld.scoring",
@@ -79,10 +84,12 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names load lazi
     from codeworld.envs import EnvSpec, encode_obs, get_spec, list_envs, make_env
     from codeworld.envs.buffers import ReplayBuffer, load_buffer
     from codeworld.envs.descriptions import describe
+    from codeworld.fitting import FitConfig, FitResult, fit_constants
     from codeworld.llm import LLM, Completion, LLMConfig, Sampling, extract_code, make_llm
     from codeworld.model import ModelSourceError, ModelSourceInfo, check_model_source
     from codeworld.planning import CemConfig, Evaluation, MctsConfig, evaluate
     from codeworld.sandbox import ModelWorker, Prediction, Sandbox, SandboxLimits, SandboxResult
     from codeworld.scoring import Scorer, ScoreReport, score_model
+    from codeworld.speed import SpeedReport, speed_step
     from codeworld.synthesis import (GifMcts, GifMctsConfig, Rex, RexConfig, RunDir, ZeroShot,
                                      ZeroShotConfig, synthesize)

@@ -15,6 +15,7 @@ COMMAND_MODULES = [
     "codeworld.commands.describe",
     "codeworld.commands.collect",
     "codeworld.commands.score",
+    "codeworld.commands.fit",
     "codeworld.commands.plan",
     "codeworld.commands.llm",
     "codeworld.commands.synthesize",

@@ -187,12 +187,13 @@ class LoadedModel:
         }
 
 
-def _exec_module(source: str, filename: str) -> types.ModuleType:
+def _exec_module(source: str, filename: str, extra_globals: dict | None = None) -> types.ModuleType:
     import linecache
     import sys
 
     module = types.ModuleType(MODEL_MODULE_NAME)
     module.__file__ = filename
+    module.__dict__.update(extra_globals or {})
     # Register the source so that tracebacks and Numba's messages show the candidate's lines.
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     sys.modules[MODEL_MODULE_NAME] = module
@@ -211,7 +212,8 @@ def _class_step(cls: type) -> Callable:
     return step
 
 
-def load_model(source: str, *, discrete: bool, compile: bool = True, filename: str = "model.py") -> LoadedModel:
+def load_model(source: str, *, discrete: bool, compile: bool = True, filename: str = "model.py",
+               extra_globals: dict | None = None) -> LoadedModel:
     """Execute a model program and prepare it for stepping. Call only inside a sandbox worker.
 
     Args:
@@ -219,13 +221,15 @@ def load_model(source: str, *, discrete: bool, compile: bool = True, filename: s
         discrete: True when actions are integers (passed to ``step`` as an int).
         compile: try Numba nopython compilation of a functional model.
         filename: name under which the program is compiled (shown in tracebacks).
+        extra_globals: names defined in the module before it runs (codeworld's own helpers, such
+            as the parameter reader of constant fitting).
 
     Raises:
         ModelSourceError: the program is not in an accepted form.
         Exception: whatever executing the module body raises.
     """
     info = check_model_source(source)
-    module = _exec_module(source, filename)
+    module = _exec_module(source, filename, extra_globals)
     if info.form == FUNCTIONAL:
         step = module.step
         if not callable(step):

@@ -49,6 +49,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="seconds one program may take over the whole buffer (default 60)")
     parser.add_argument("--time-limit", type=float, default=None, metavar="MIN",
                         help="start no new LLM call after this many minutes (resume later to go on)")
+    parser.add_argument("--no-fit", action="store_true",
+                        help="do not fit the best program's constants to the buffer after the search")
+    parser.add_argument("--no-speed-step", action="store_true",
+                        help="do not compile or port the best program and measure its speed")
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
     add_llm_arguments(parser)
     parser.set_defaults(func=run)
@@ -157,6 +161,11 @@ def run(args: argparse.Namespace) -> int:
         run_dir.update_meta(status="not started")
         print(f"codeworld synthesize: {exc}", file=sys.stderr)
         return 2
+    from codeworld.synthesis.config import FinishConfig
+
+    finish = FinishConfig(fit_constants=not args.no_fit, speed_step=not args.no_speed_step)
+    run_dir.update_meta(finish={"fit_constants": finish.fit_constants,
+                                "speed_step": finish.speed_step})
     budget = int(meta["budget"])
     print(f"codeworld synthesize: {method.name} on {meta['env_id']} with {args.llm}, "
           f"budget {budget} calls, seed {meta['seed']}\n  run directory: {run_dir.path}",
@@ -167,7 +176,8 @@ def run(args: argparse.Namespace) -> int:
                                 evaluator=evaluator, budget=budget, run_dir=run_dir,
                                 seed=meta["seed"], sampling=config.sampling,
                                 progress=None if args.quiet else progress_printer(budget),
-                                time_limit_s=None if args.time_limit is None else 60 * args.time_limit)
+                                time_limit_s=None if args.time_limit is None else 60 * args.time_limit,
+                                finish=finish)
     except RunDivergedError as exc:
         print(f"codeworld synthesize: {exc}", file=sys.stderr)
         return 1
@@ -200,6 +210,19 @@ def summary_text(result) -> str:
         ev = result.best_evaluation
         state = "buggy" if ev.buggy else f"score {ev.score:.4f}"
         lines.append(f"best program: call {result.best_call + 1}, {state}")
+    fit = result.finish.get("fit")
+    if fit:
+        verdict = "kept" if fit["accepted"] else "not kept"
+        if fit["heldout_before"] is not None and fit["heldout_after"] is not None:
+            verdict += (f" (held-out {fit['heldout_before']:.4f} -> {fit['heldout_after']:.4f}"
+                        f"{', now the best program' if fit['became_best'] else ''})")
+        lines.append(f"  constant fit:  {verdict}")
+    speed = result.finish.get("speed")
+    if speed:
+        how = {"as_written": "compiled as written", "python": "Python path (no compiled form)"}.get(
+            speed["how"], f"compiled after a port ({speed['how']})")
+        rate = f", {speed['steps_per_s']:,.0f} model steps/s" if speed["steps_per_s"] else ""
+        lines.append(f"  speed:         {how}{rate}")
     if result.run_dir is not None:
         lines.append(f"  best model:    {result.run_dir.path / 'best_model.py'}")
         lines.append(f"  run directory: {result.run_dir.path}")

@@ -12,6 +12,7 @@ Tang et al., "Code Repair with LLMs gives an Exploration-Exploitation Tradeoff" 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -169,3 +170,27 @@ class ZeroShotConfig:
     def __post_init__(self) -> None:
         if self.parallel < 1:
             raise ValueError("parallel must be at least 1")
+
+
+def _default_fit_config():
+    from codeworld.fitting import FitConfig
+
+    return FitConfig()
+
+
+@dataclass(frozen=True)
+class FinishConfig:
+    """What is done to a run's best program once the search ends (`codeworld.synthesis.finish`).
+
+    Attributes:
+        fit_constants: fit the best program's float literals to the buffer
+            (`codeworld.fitting`); the fitted program is scored like any other and becomes the
+            best when the fit is kept (held-out score up) and it scores higher on the buffer.
+        speed_step: compile the best program, or port it (kept only if it predicts the same on
+            every transition), and measure its steps per second (`codeworld.speed`).
+        fit: the fit's settings (optimizer, evaluation and time caps, held-out share).
+    """
+
+    fit_constants: bool = True
+    speed_step: bool = True
+    fit: Any = field(default_factory=_default_fit_config)

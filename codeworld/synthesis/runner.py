@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
-from codeworld.synthesis.config import SamplingConfig
+from codeworld.synthesis.config import FinishConfig, SamplingConfig
 from codeworld.synthesis.run_dir import RunDir
 from codeworld.synthesis.types import FIX, LLM, Evaluation, Evaluator, Outcome, PromptBuilder, Request, Search
 
@@ -81,6 +81,7 @@ class SynthesisResult:
         search: the search object, in its final state.
         run_dir: the run directory, if the run saved one.
         history: per call, in order: action, score, buggy, best score so far.
+        finish: what the constant fit and the speed step did to the best program.
     """
 
     best_call: int | None
@@ -90,6 +91,7 @@ class SynthesisResult:
     search: Any
     run_dir: RunDir | None = None
     history: list[dict] = field(default_factory=list)
+    finish: dict = field(default_factory=dict)
 
 
 def _completion_record(completion: Any) -> dict:
@@ -108,7 +110,8 @@ def synthesize(search: Search, *, llm: LLM | None, prompts: PromptBuilder, evalu
                budget: int, run_dir: RunDir | None = None, seed: int = 0,
                sampling: SamplingConfig | None = None,
                progress: Callable[[dict], None] | None = None,
-               time_limit_s: float | None = None) -> SynthesisResult:
+               time_limit_s: float | None = None,
+               finish: FinishConfig | None = None) -> SynthesisResult:
     """Run a search for at most ``budget`` LLM calls (saved calls in ``run_dir`` are replayed).
 
     Args:
@@ -123,6 +126,8 @@ def synthesize(search: Search, *, llm: LLM | None, prompts: PromptBuilder, evalu
         progress: called after each call with a small dict (call, action, score, best, tokens).
         time_limit_s: start no new wave of calls after this many seconds of this session (the
             calls under way finish); None has no limit. Saved calls replay regardless.
+        finish: fit the best program's constants and make it fast after the search
+            (`codeworld.synthesis.finish`); None does neither.
 
     Returns:
         The best program, its evaluation, the accounting and the final search.
@@ -246,4 +251,9 @@ def synthesize(search: Search, *, llm: LLM | None, prompts: PromptBuilder, evalu
         return SynthesisResult(None, None, None, accounting, search, run_dir, history)
     call, program, _ = best
     evaluation = (run_dir.load_evaluation(call, program) if run_dir else None) or best[2]
-    return SynthesisResult(call, program, evaluation, accounting, search, run_dir, history)
+    result = SynthesisResult(call, program, evaluation, accounting, search, run_dir, history)
+    if finish is not None and not stopped_by_time:
+        from codeworld.synthesis.finish import finish_run
+
+        result.finish = finish_run(result, evaluator, finish, run_dir)
+    return result

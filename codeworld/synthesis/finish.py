@@ -1,0 +1,88 @@
+"""After the search: fit the best program's constants, then make it fast (checked), and record both.
+
+`finish_run` is called once by `codeworld.synthesis.runner.synthesize` when a `FinishConfig` is
+given. It needs an evaluator that scores with a `codeworld.scoring.Scorer` (``evaluator.scorer``);
+with any other evaluator it records that it was skipped. Files written to the run directory:
+
+    fit.json            constants before and after, held-out and whole-buffer scores, verdict
+    fitted_model.py     the fitted program (kept or not)
+    speed.json          compiled or not, how (as written, mechanical port), steps per second
+    best_model_fast.py  the kept port, when the best program needed one
+
+When the fit is kept and the fitted program scores higher than the search's best, it becomes the
+run's best: ``best_model.py`` and ``best_report.json`` (with ``"fitted_from"``) are rewritten.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from codeworld.synthesis.config import FinishConfig
+
+FIT_FILE = "fit.json"
+FITTED_MODEL_FILE = "fitted_model.py"
+SPEED_FILE = "speed.json"
+FAST_MODEL_FILE = "best_model_fast.py"
+
+
+def _dump(data: Any) -> str:
+    return json.dumps(data, indent=2, default=str) + "\n"
+
+
+def finish_run(result: Any, evaluator: Any, config: FinishConfig, run_dir: Any = None) -> dict:
+    """Fit and speed up `result`'s best program in place; returns the record saved in the run.
+
+    Args:
+        result: the `SynthesisResult` (its best program and evaluation may be replaced).
+        evaluator: the run's evaluator; its ``scorer`` gives the environment and buffer.
+        config: which steps to run, and the fit's settings.
+        run_dir: the run directory to write into, if any.
+    """
+    from codeworld.synthesis.run_dir import BEST_MODEL_FILE, BEST_REPORT_FILE, write_atomic
+
+    scorer = getattr(evaluator, "scorer", None)
+    if result.best_program is None or result.best_evaluation is None:
+        return {"skipped": "no program"}
+    if scorer is None:
+        return {"skipped": "the evaluator has no scorer"}
+    record: dict = {"call": result.best_call}
+    timeout_s = getattr(evaluator, "timeout_s", 60.0)
+
+    if config.fit_constants and not result.best_evaluation.buggy:
+        from codeworld.fitting import fit_constants
+
+        fit = fit_constants(result.best_program, scorer, config.fit, timeout_s=timeout_s)
+        fit_record = {"call": result.best_call, **fit.to_json(), "became_best": False}
+        if fit.accepted:
+            evaluation = evaluator.evaluate(fit.source)
+            fit_record["evaluation_score"] = evaluation.score
+            if not evaluation.buggy and evaluation.score > result.best_evaluation.score:
+                result.best_program = fit.source
+                result.best_evaluation = evaluation
+                fit_record["became_best"] = True
+                if run_dir is not None:
+                    write_atomic(run_dir.path / BEST_MODEL_FILE, fit.source)
+                    write_atomic(run_dir.path / BEST_REPORT_FILE, _dump(
+                        {"call": result.best_call, "fitted_from": result.best_call,
+                         "program": BEST_MODEL_FILE, **evaluation.to_json()}))
+        if run_dir is not None:
+            write_atomic(run_dir.path / FIT_FILE, _dump(fit_record))
+            if fit.fitted_source is not None:
+                write_atomic(run_dir.path / FITTED_MODEL_FILE, fit.fitted_source)
+        record["fit"] = {k: fit_record[k] for k in ("accepted", "became_best", "heldout_before",
+                                                     "heldout_after", "score_before", "score_after")}
+
+    if config.speed_step and not result.best_evaluation.buggy:
+        from codeworld.speed import speed_step
+
+        buffer = scorer.buffer
+        speed = speed_step(result.best_program, buffer.obs, buffer.actions,
+                           discrete=scorer.spec.discrete, timeout_s=timeout_s)
+        speed_record = {"call": result.best_call, **speed.to_json()}
+        if run_dir is not None:
+            write_atomic(run_dir.path / SPEED_FILE, _dump(speed_record))
+            if speed.ported:
+                write_atomic(run_dir.path / FAST_MODEL_FILE, speed.source)
+        record["speed"] = {k: speed_record[k] for k in ("compiled", "ported", "how", "steps_per_s")}
+    return record
