@@ -135,3 +135,20 @@ def test_ablation_option_runs_the_four_variants(script, tmp_path, capsys):
     assert table["meta"]["methods"] == list(harness.ABLATION_METHODS)
     assert "Table 6" in (out / "table.md").read_text()
     assert harness.main(["--envs", "NoSuchEnv-v0", "--out", str(out)]) == 2
+
+
+def test_aid_ablation_variants_switch_off_one_aid_each():
+    from codeworld.experiments.cwmb_job import finish_config, job_config, job_options
+
+    for variant, (field, off) in {"no-scaffold": ("scaffold", "assist"), "no-checks": ("checks", "assist"),
+                                  "no-summary": ("error_summary", "assist")}.items():
+        job = Job("CartPole-v1", f"gif-mcts/{variant}", 0, "scripted:x", 2)
+        _, config = job_config(job, job_options(job))
+        assert getattr(config.assist, field) is False
+        assert finish_config(job, job_options(job)).fit_constants is True
+    job = Job("CartPole-v1", "gif-mcts/no-fit", 0, "scripted:x", 2)
+    _, config = job_config(job, job_options(job))
+    assert config.assist.scaffold and config.assist.checks and config.assist.error_summary
+    assert finish_config(job, job_options(job)).fit_constants is False
+    plain = Job("CartPole-v1", "gif-mcts", 0, "scripted:x", 2, {"finish": {"speed_step": False}})
+    assert finish_config(plain, job_options(plain)).speed_step is False

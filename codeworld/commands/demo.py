@@ -103,6 +103,7 @@ def synthesize_step(args, env_id: str, out: Path, table: _Table, started: float)
     from codeworld.envs import get_spec
     from codeworld.llm import LLMError, make_llm
     from codeworld.synthesis import GifMcts, GifMctsConfig, RunDir, SamplingConfig, synthesize
+    from codeworld.synthesis.config import FinishConfig
     from codeworld.commands.synthesize import progress_printer
     from codeworld.synthesis.cwmb import make_cwmb_world
     from codeworld.synthesis.registry import config_to_json
@@ -128,7 +129,8 @@ def synthesize_step(args, env_id: str, out: Path, table: _Table, started: float)
                                 seed=args.seed, sampling=config.sampling,
                                 progress=progress_printer(args.budget),
                                 time_limit_s=max(0.0, 60 * args.time_limit
-                                                 - (time.perf_counter() - started)))
+                                                 - (time.perf_counter() - started)),
+                                finish=FinishConfig())
     except (LLMError, OSError) as exc:
         run_dir.update_meta(status="interrupted")
         table.missing.append(f"synthesis stopped: {exc}")
@@ -154,6 +156,22 @@ def synthesize_step(args, env_id: str, out: Path, table: _Table, started: float)
                               + f": {out / 'best_model.py'}")
     table.data.update(best_call=result.best_call + 1, best_buggy=ev.buggy,
                       search_score=None if ev.buggy else ev.score)
+    fit = result.finish.get("fit")
+    if fit and "accepted" in fit:
+        verdict = ("kept" + (", now the best program" if fit.get("became_best") else "")
+                   if fit["accepted"] else "not kept")
+        table.add("constant fit", f"held-out score "
+                                  f"{_fmt(fit.get('heldout_before'))} -> {_fmt(fit.get('heldout_after'))}"
+                                  f" ({verdict})")
+        table.data["fit"] = {k: fit.get(k) for k in ("accepted", "became_best", "heldout_before",
+                                                       "heldout_after", "score_before", "score_after")}
+    speed = result.finish.get("speed")
+    if speed and "compiled" in speed:
+        rate = speed.get("steps_per_s")
+        table.add("speed", ("compiled" if speed["compiled"] else "Python path")
+                  + (f" ({speed['how'].replace('_', ' ')})" if speed.get("how") else "")
+                  + (f", {rate:,.0f} model steps/s" if rate else ""))
+        table.data["speed"] = {"compiled": speed["compiled"], "steps_per_second": rate}
     return result
 
 

@@ -4,6 +4,8 @@
 
 1. runs the job's synthesis method (with its ablation variant, config overrides and sampling)
    for ``job.budget`` LLM calls into a resumable run directory ``<workdir>/runs/<job key>``;
+   then fits the best program's constants and makes it fast (`codeworld.synthesis.finish`,
+   unless the ``finish`` option turns them off);
 2. scores the best program in both modes on the environment's committed buffer, and in the
    paper's mode on the paper's own buffer where it exists (with floor and ceiling each time);
 3. plans with it on the real environment (random, oracle and model policies) for the
@@ -32,6 +34,7 @@ CWMB_JOB_DEFAULTS: dict[str, Any] = {
     "episodes": 10,           # planning episodes per policy
     "max_steps": None,        # cap on steps per planning episode (None: the env's limit)
     "decision_timeout_s": 120.0,
+    "finish": {},             # FinishConfig fields after the search, e.g. {"fit_constants": False}
 }
 
 
@@ -44,6 +47,16 @@ def job_options(job: Job) -> dict[str, Any]:
     return {**CWMB_JOB_DEFAULTS, **job.options}
 
 
+def finish_config(job: Job, options: dict[str, Any]):
+    """The job's `FinishConfig`: the ``finish`` option, then its method variant's ``finish.`` fields."""
+    from codeworld.synthesis.config import FinishConfig
+
+    fields = dict(options["finish"])
+    fields.update({k.split(".", 1)[1]: v for k, v in split_method(job.method)[1].items()
+                   if k.startswith("finish.")})
+    return FinishConfig(**fields)
+
+
 def job_config(job: Job, options: dict[str, Any]):
     """(method, config) of a job: the registry's method, its ablation variant and overrides."""
     from codeworld.synthesis import get_method
@@ -51,7 +64,8 @@ def job_config(job: Job, options: dict[str, Any]):
 
     base, variant = split_method(job.method)
     method = get_method(base)
-    overrides: dict[str, Any] = {**variant, **options["overrides"]}
+    overrides: dict[str, Any] = {k: v for k, v in {**variant, **options["overrides"]}.items()
+                                 if not k.startswith("finish.")}
     overrides.update({f"sampling.{k}": v for k, v in options["sampling"].items()})
     return method, config_with_overrides(method.config_class(), overrides)
 
@@ -118,7 +132,8 @@ def run_cwmb_job(job: Job, workdir: str) -> dict:
     with make_llm(job.llm, run_dir=str(run_dir.path)) as llm:
         result = synthesize(method.make(config, seed=job.seed), llm=llm, prompts=prompts,
                             evaluator=evaluator, budget=job.budget, run_dir=run_dir,
-                            seed=job.seed, sampling=config.sampling)
+                            seed=job.seed, sampling=config.sampling,
+                            finish=finish_config(job, options))
     run_dir.update_meta(status="finished")
     synthesis_seconds = time.perf_counter() - started
     acc = result.accounting
@@ -136,6 +151,7 @@ def run_cwmb_job(job: Job, workdir: str) -> dict:
         "scores": None,
         "planning": None,
         "synthesis_seconds": synthesis_seconds,
+        "finish": result.finish,
     }
     program = result.best_program
     if program is None:

@@ -15,12 +15,19 @@ from typing import Any, Iterable, Mapping
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._+=-]+")
 
-# Method variants for the GIF-MCTS ablation (the paper's Table 6): the name after the slash
-# switches one kind of action off.
+# Method variants for ablations: the name after the slash switches one thing off. The first three
+# are the paper's Table 6 (one kind of GIF-MCTS action); the others switch off one of codeworld's
+# aids to a small model (the scaffold in the prompts, the static checks with the smoke run and the
+# mechanical repairs, the error summary in improve prompts, the constant fit after the search).
+# A ``finish.`` field belongs to the `FinishConfig` of the run, the others to the method's config.
 ABLATIONS: dict[str, dict[str, Any]] = {
     "no-generate": {"allow_generate": False},
     "no-improve": {"allow_improve": False},
     "no-fix": {"allow_fix": False},
+    "no-scaffold": {"assist.scaffold": False},
+    "no-checks": {"assist.checks": False},
+    "no-summary": {"assist.error_summary": False},
+    "no-fit": {"finish.fit_constants": False},
 }
 
 

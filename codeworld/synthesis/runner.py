@@ -252,7 +252,7 @@ def synthesize(search: Search, *, llm: LLM | None, prompts: PromptBuilder, evalu
     call, program, _ = best
     evaluation = (run_dir.load_evaluation(call, program) if run_dir else None) or best[2]
     result = SynthesisResult(call, program, evaluation, accounting, search, run_dir, history)
-    if finish is not None and not stopped_by_time:
+    if finish is not None:  # also after a time limit: the fit has its own cap (FitConfig)
         from codeworld.synthesis.finish import finish_run
 
         result.finish = finish_run(result, evaluator, finish, run_dir)
