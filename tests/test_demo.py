@@ -23,7 +23,9 @@ def test_demo_synthesizes_scores_and_plans(tmp_path, capsys):
     assert "accuracy (sound)" in printed and "accuracy (paper)" in printed
     assert "normalized return" in printed and str(out) in printed
     result = json.loads((out / "demo.json").read_text())
-    assert result["calls"] == 2 and result["missing"] == []
+    # the first program's wrong constant is fitted in the search: a perfect model after one call
+    assert result["calls"] == 1 and result["missing"] == []
+    assert json.loads((out / "fits" / "0000.json").read_text())["fit"]["accepted"]
     sound = result["score_sound"]
     assert sound["model"] == 1.0 and sound["floor"] < sound["model"] and sound["ceiling"] is not None
     paper = result["score_paper"]  # the paper's rule: the true dynamics score as the ceiling
@@ -35,7 +37,8 @@ def test_demo_synthesizes_scores_and_plans(tmp_path, capsys):
         assert planning["normalized_return"] == 1.0 and planning["note"] is None
     else:
         assert planning["normalized_return"] is None and "tie" in planning["note"]
-    assert (out / "best_model.py").read_text().strip() == good.strip()
+    assert (out / "best_model.py").read_text() == (out / "programs" / "0000.py").read_text()
+    assert "TAU = 0.03" not in (out / "best_model.py").read_text()
 
 
 def test_demo_reports_a_synthesis_that_could_not_run(tmp_path, capsys):

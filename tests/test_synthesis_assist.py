@@ -252,7 +252,8 @@ def test_error_summary_carries_the_data_of_a_known_wrong_model():
 def test_improve_prompt_shows_the_error_summary_with_component_names(tmp_path):
     good = MODEL.read_text()
     wrong = good.replace("TAU = 0.02", "TAU = 0.03")
-    prompts, evaluator = make_cwmb_world("CartPole-v1")
+    # no constant fit: it would correct TAU before any improve call
+    prompts, evaluator = make_cwmb_world("CartPole-v1", assist=AssistConfig(fit_constants=False))
     llm = ScriptedLLM([fence(wrong), fence(good)])
     run_dir = RunDir(tmp_path / "run")
     run_dir.init({"method": "worldcoder"})

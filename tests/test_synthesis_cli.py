@@ -32,7 +32,7 @@ def test_synthesize_writes_a_complete_run_and_show_summarizes_it(tmp_path, progr
     script = write_script(tmp_path / "s.json", [programs["bad"], programs["wrong"], programs["good"]])
     out = tmp_path / "run"
     assert main(["synthesize", "CartPole-v1", "--llm", script, "--budget", "3",
-                 "--out", str(out)]) == 0
+                 "--out", str(out), "--no-fit"]) == 0
     printed = capsys.readouterr().out
     assert "call   3/3" in printed and "best program: call 3, score 1.0000" in printed
     meta = json.loads((out / "run.json").read_text())
@@ -65,7 +65,7 @@ def test_existing_run_needs_resume_and_resume_continues(tmp_path, programs, caps
     out = tmp_path / "run"
     first = write_script(tmp_path / "a.json", [programs["wrong"]])
     assert main(["synthesize", "CartPole-v1", "--llm", first, "--budget", "1", "--out", str(out),
-                 "--method", "worldcoder"]) == 0
+                 "--method", "worldcoder", "--no-fit"]) == 0
     assert main(["synthesize", "CartPole-v1", "--llm", first, "--budget", "2",
                  "--out", str(out)]) == 2
     assert "--resume" in capsys.readouterr().err

@@ -20,7 +20,7 @@ def test_a_run_fits_its_best_program_and_records_constants_and_speed(tmp_path, c
     wrong = MODEL.read_text().replace("TAU = 0.02", "TAU = 0.03")
     out = tmp_path / "run"
     assert main(["synthesize", "CartPole-v1", "--llm", _script(tmp_path / "s.json", wrong),
-                 "--budget", "1", "--out", str(out)]) == 0
+                 "--budget", "1", "--out", str(out), "--set", "assist.fit_constants=false"]) == 0
     printed = capsys.readouterr().out
     assert "constant fit:  kept" in printed and "compiled as written" in printed
     searched = json.loads((out / "programs" / "0000.json").read_text())
@@ -45,3 +45,36 @@ def test_the_switches_turn_the_fit_and_the_speed_step_off(tmp_path, capsys):
                  "--budget", "1", "--out", str(out), "--no-fit", "--no-speed-step"]) == 0
     assert not (out / "fit.json").exists() and not (out / "speed.json").exists()
     assert (out / "best_model.py").read_text().strip() == wrong.strip()
+
+
+def test_the_search_fits_each_healthy_program_and_builds_on_the_fitted_one(tmp_path, capsys):
+    wrong = MODEL.read_text().replace("TAU = 0.02", "TAU = 0.03")
+    out = tmp_path / "run"
+    script = _script(tmp_path / "s.json", wrong)
+    assert main(["synthesize", "CartPole-v1", "--llm", script, "--budget", "1", "--out", str(out),
+                 "--no-speed-step"]) == 0
+    printed = capsys.readouterr().out
+    assert "constants fitted" in printed
+    record = json.loads((out / "fits" / "0000.json").read_text())
+    assert record["original"].strip() == wrong.strip() and record["fit"]["accepted"]
+    tau = next(c for c in record["fit"]["constants"] if c["text"] == "0.03")
+    assert abs(tau["after"] - 0.02) < 1e-6
+    searched = json.loads((out / "programs" / "0000.json").read_text())
+    assert searched["score"] > 0.999 and searched["report"]["fitted"]["score_before"] < 0.9
+    assert (out / "programs" / "0000.py").read_text() == record["program"]
+    accounting = json.loads((out / "accounting.json").read_text())
+    assert accounting["fits"] == 1 and accounting["calls"] == 1
+    # a resumed run replays the fitted program without fitting again
+    (out / "fits" / "0000.json").write_text(json.dumps({**record, "fit": {"replayed": True}}))
+    assert main(["synthesize", "--resume", "--out", str(out), "--llm", script, "--no-speed-step"]) == 0
+    assert json.loads((out / "fits" / "0000.json").read_text())["fit"] == {"replayed": True}
+    assert (out / "best_model.py").read_text() == record["program"]
+
+
+def test_no_fit_switches_off_the_fit_in_the_search_too(tmp_path):
+    wrong = MODEL.read_text().replace("TAU = 0.02", "TAU = 0.03")
+    out = tmp_path / "run"
+    assert main(["synthesize", "CartPole-v1", "--llm", _script(tmp_path / "s.json", wrong),
+                 "--budget", "1", "--out", str(out), "--no-fit", "--no-speed-step"]) == 0
+    assert not (out / "fits").exists()
+    assert json.loads((out / "programs" / "0000.json").read_text())["score"] < 0.9

@@ -50,7 +50,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--time-limit", type=float, default=None, metavar="MIN",
                         help="start no new LLM call after this many minutes (resume later to go on)")
     parser.add_argument("--no-fit", action="store_true",
-                        help="do not fit the best program's constants to the buffer after the search")
+                        help="fit no constants to the buffer (neither in the search nor after it)")
     parser.add_argument("--no-speed-step", action="store_true",
                         help="do not compile or port the best program and measure its speed")
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
@@ -77,6 +77,8 @@ def progress_printer(budget: int, stream=None, started: float | None = None):
     def show(event: dict) -> None:
         status = "buggy" if event["buggy"] else f"{event['score']:.4f}"
         tag = " (saved)" if event["replayed"] else ""
+        if event.get("fitted_from") is not None:
+            tag += f"  (constants fitted: {event['fitted_from']:.4f} before)"
         print(f"  call {event['call'] + 1:>3}/{budget}  {event['action']:<8} -> {status:<7}"
               f" best {event['best']:.4f}  tokens {event['tokens']:>7,}"
               f"  {time.perf_counter() - started:6.0f}s{tag}", file=stream, flush=True)
@@ -98,6 +100,8 @@ def prepare_run(args: argparse.Namespace):
     overrides = parse_overrides(args.set)
     if args.parallel is not None:
         overrides["parallel"] = str(args.parallel)
+    if getattr(args, "no_fit", False):  # no constant fit in the search either
+        overrides["assist.fit_constants"] = "false"
     if args.resume:
         if not args.out:
             raise ValueError("--resume needs --out RUN_DIR")

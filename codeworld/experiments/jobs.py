@@ -27,7 +27,7 @@ ABLATIONS: dict[str, dict[str, Any]] = {
     "no-scaffold": {"assist.scaffold": False},
     "no-checks": {"assist.checks": False},
     "no-summary": {"assist.error_summary": False},
-    "no-fit": {"finish.fit_constants": False},
+    "no-fit": {"assist.fit_constants": False, "finish.fit_constants": False},
 }
 
 

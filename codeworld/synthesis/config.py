@@ -48,6 +48,10 @@ class AssistConfig:
             showing one mispredicted transition (`codeworld.synthesis.feedback`).
         summary_tokens: the error summary's budget, in tokens (about 4 characters each).
         summary_examples: at most this many mispredicted transitions in the summary.
+        fit_constants: every healthy, imperfect program the search writes gets its numeric
+            literals fitted to the buffer (`codeworld.fitting`); the fitted program replaces it
+            when the held-out score improves, so the search builds on the better constants.
+        fit_seconds: the cap of one such fit's optimizer loop.
     """
 
     scaffold: bool = True
@@ -56,8 +60,12 @@ class AssistConfig:
     error_summary: bool = True
     summary_tokens: int = 700
     summary_examples: int = 3
+    fit_constants: bool = True
+    fit_seconds: float = 15.0
 
     def __post_init__(self) -> None:
+        if self.fit_seconds <= 0:
+            raise ValueError("fit_seconds must be positive")
         if self.smoke_transitions < 1:
             raise ValueError("smoke_transitions must be at least 1")
         if self.summary_tokens < 50:

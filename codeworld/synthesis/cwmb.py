@@ -90,6 +90,8 @@ class CwmbPrompts:
 
 
 SUMMARY_HEAD = "Over all "
+# A score this close to 1 leaves nothing for a constant fit to gain.
+PERFECT = 1.0 - 1e-9
 
 
 def _is_summary(feedback: str) -> bool:
@@ -143,6 +145,24 @@ class ScorerEvaluator:
 
         repaired, repairs = repair(program)
         return repaired, [r.to_json() for r in repairs]
+
+    def refine(self, program: str, evaluation: Evaluation) -> tuple[str, Evaluation, dict] | None:
+        """A healthy, imperfect program with its constants fitted to the buffer, when the fit is
+        kept (the held-out score improves) and the whole-buffer score rises; else None."""
+        if not self.assist.fit_constants or evaluation.buggy or evaluation.score >= PERFECT:
+            return None
+        from codeworld.fitting import FitConfig, fit_constants
+
+        fit = fit_constants(program, self.scorer, FitConfig(max_seconds=self.assist.fit_seconds),
+                            compile=self.scorer.compile, timeout_s=self.timeout_s)
+        if not fit.accepted:
+            return None
+        fitted = self.evaluate(fit.source)
+        if fitted.buggy or fitted.score <= evaluation.score:
+            return None
+        fitted.report["fitted"] = {"score_before": evaluation.score,
+                                   "constants": len(fit.constants or [])}
+        return fit.source, fitted, fit.to_json()
 
     def evaluate(self, program: str) -> Evaluation:
         from codeworld.model import ModelSourceError

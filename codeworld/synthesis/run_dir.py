@@ -9,6 +9,8 @@ Layout::
       programs/0003.json  its evaluation (score, buggy, feedback, the scorer's full report)
       repairs/0003.json   the mechanical repairs made to call 3's program before scoring (if any):
                           what was changed, and the program as the LLM wrote it
+      fits/0003.json      the constant fit that replaced call 3's program in the search (if any):
+                          constants before and after, scores, and the program before the fit
       tree.json           the search state (GIF-MCTS tree, or REx / zero-shot pool)
       accounting.json     calls, tokens, seconds
       best_model.py       the best program so far
@@ -33,6 +35,7 @@ RUN_FILE = "run.json"
 CALLS_DIR = "calls"
 PROGRAMS_DIR = "programs"
 REPAIRS_DIR = "repairs"
+FITS_DIR = "fits"
 TREE_FILE = "tree.json"
 ACCOUNTING_FILE = "accounting.json"
 BEST_MODEL_FILE = "best_model.py"
@@ -145,6 +148,31 @@ class RunDir:
         """Every saved repair record, by call index (empty for runs without repairs)."""
         out = {}
         folder = self.path / REPAIRS_DIR
+        if folder.is_dir():
+            for file in sorted(folder.glob("[0-9]*.json")):
+                out[int(file.stem)] = json.loads(file.read_text(encoding="utf-8"))
+        return out
+
+    def fit_path(self, call: int) -> Path:
+        return self.path / FITS_DIR / f"{call:04d}.json"
+
+    def save_fit(self, call: int, original: str, program: str, fit: dict) -> None:
+        """Save the constant fit that replaced a call's program (not an LLM call)."""
+        write_atomic(self.fit_path(call), _dump({"call": call, "fit": fit, "original": original,
+                                                 "program": program}))
+
+    def fitted_program(self, call: int, original: str | None) -> str | None:
+        """The saved fitted program of a call, if it was fitted from this very `original`."""
+        path = self.fit_path(call)
+        if original is None or not path.is_file():
+            return None
+        record = json.loads(path.read_text(encoding="utf-8"))
+        return record["program"] if record.get("original") == original else None
+
+    def load_fits(self) -> dict[int, dict]:
+        """Every saved in-search fit record, by call index (empty for runs without fits)."""
+        out = {}
+        folder = self.path / FITS_DIR
         if folder.is_dir():
             for file in sorted(folder.glob("[0-9]*.json")):
                 out[int(file.stem)] = json.loads(file.read_text(encoding="utf-8"))

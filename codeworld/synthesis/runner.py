@@ -4,7 +4,8 @@
 messages, gets a completion (from the run directory when the call was already made, otherwise
 from the LLM), extracts the program, lets the evaluator repair its form when it can (an evaluator
 with a ``prepare`` method: mechanical repairs, saved in the run directory and never counted as
-LLM calls), scores it with the evaluator, and hands the `Outcome` back to the search. The run directory is written after every call, so an interrupted run resumes by
+LLM calls), scores it with the evaluator (one with a ``refine`` method may then replace a healthy
+program by one with its constants fitted to the data, saved in ``fits/``), and hands the `Outcome` back to the search. The run directory is written after every call, so an interrupted run resumes by
 calling `synthesize` again on the same directory with a fresh search: the search replays the
 saved calls (same seed, same decisions), checks that each saved prompt is the one it would send
 now, and continues with new calls where the saved ones end.
@@ -47,6 +48,8 @@ class Accounting:
         stopped_by_time_limit: the session ended at its time limit with budget left.
         repairs: mechanical repairs made to the programs (no LLM call; see
             `codeworld.synthesis.repairs`), replayed calls included.
+        fits: programs replaced in the search by their constants fitted to the data (no LLM
+            call; see `AssistConfig.fit_constants`), replayed calls included.
     """
 
     calls: int = 0
@@ -60,6 +63,7 @@ class Accounting:
     wall_seconds: float = 0.0
     stopped_by_time_limit: bool = False
     repairs: int = 0
+    fits: int = 0
 
     @property
     def tokens(self) -> int:
@@ -189,7 +193,12 @@ def synthesize(search: Search, *, llm: LLM | None, prompts: PromptBuilder, evalu
                     accounting.repairs += len(repairs)
                 if run_dir is not None:
                     run_dir.save_repairs(request.call, original, program, repairs)
-        evaluation = run_dir.load_evaluation(request.call, program) if run_dir else None
+        fitted = run_dir.fitted_program(request.call, program) if run_dir else None
+        evaluation = run_dir.load_evaluation(request.call, fitted or program) if run_dir else None
+        if evaluation is not None and fitted is not None:
+            program = fitted
+            with lock:
+                accounting.fits += 1
         if evaluation is None:
             t0 = time.perf_counter()
             if program is None:
@@ -200,6 +209,15 @@ def synthesize(search: Search, *, llm: LLM | None, prompts: PromptBuilder, evalu
                 evaluation = Evaluation(0.0, True, feedback, None, {"status": "no_code"})
             else:
                 evaluation = evaluator.evaluate(program)
+                refine = getattr(evaluator, "refine", None)
+                refined = refine(program, evaluation) if refine is not None else None
+                if refined is not None:  # constants fitted to the data: not an LLM call
+                    fitted, evaluation, fit = refined
+                    with lock:
+                        accounting.fits += 1
+                    if run_dir is not None:
+                        run_dir.save_fit(request.call, program, fitted, fit)
+                    program = fitted
             with lock:
                 accounting.eval_seconds += time.perf_counter() - t0
             if run_dir is not None:
@@ -237,7 +255,8 @@ def synthesize(search: Search, *, llm: LLM | None, prompts: PromptBuilder, evalu
                 best_score[0] = max(best_score[0], score)
                 event = {"call": request.call, "action": request.action, "score": score,
                          "buggy": ev.buggy, "best": best_score[0], "budget": budget,
-                         "tokens": accounting.tokens, "replayed": request.call in recorded}
+                         "tokens": accounting.tokens, "replayed": request.call in recorded,
+                         "fitted_from": (ev.report.get("fitted") or {}).get("score_before")}
                 history.append(event)
                 if progress is not None:
                     progress(event)
