@@ -78,3 +78,22 @@ def test_no_fit_switches_off_the_fit_in_the_search_too(tmp_path):
                  "--budget", "1", "--out", str(out), "--no-fit", "--no-speed-step"]) == 0
     assert not (out / "fits").exists()
     assert json.loads((out / "programs" / "0000.json").read_text())["score"] < 0.9
+
+
+def test_a_class_form_best_program_is_planned_with_through_its_kept_port(tmp_path):
+    from codeworld.synthesis.fakes import ScriptedLLM
+    from codeworld.synthesis import GifMcts, GifMctsConfig, RunDir, synthesize
+    from codeworld.synthesis.config import FinishConfig
+    from codeworld.synthesis.cwmb import make_cwmb_world
+
+    class_form = (MODEL.parent / "cartpole_class.py").read_text()
+    prompts, evaluator = make_cwmb_world("CartPole-v1")
+    run_dir = RunDir(tmp_path / "run")
+    run_dir.init({"method": "gif-mcts"})
+    result = synthesize(GifMcts(GifMctsConfig(), seed=0), llm=ScriptedLLM([f"```python\n{class_form}```"]),
+                        prompts=prompts, evaluator=evaluator, budget=1, run_dir=run_dir,
+                        finish=FinishConfig(fit_constants=False))
+    assert "class Environment" in result.best_program
+    assert result.fast_program is not None and "class Environment" not in result.fast_program
+    assert result.program_to_plan_with == result.fast_program
+    assert (tmp_path / "run" / "best_model_fast.py").read_text() == result.fast_program

@@ -203,7 +203,7 @@ def plan_step(args, env_id: str, result, table: _Table) -> None:
 
         print(f"  planning: random, oracle and model, {args.episodes} episodes of at most "
               f"{args.max_steps} steps...", flush=True)
-        ev = evaluate(env_id, result.best_program, episodes=args.episodes, seed=args.seed,
+        ev = evaluate(env_id, result.program_to_plan_with, episodes=args.episodes, seed=args.seed,
                       max_steps=args.max_steps)
         r = ev.to_dict()
         table.add("returns", f"random {_fmt(r['return_random'])}   oracle "

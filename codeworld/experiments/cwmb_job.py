@@ -164,7 +164,7 @@ def run_cwmb_job(job: Job, workdir: str) -> dict:
         from codeworld.planning import evaluate
 
         t0 = time.perf_counter()
-        evaluation = evaluate(spec.env_id, program, episodes=int(options["episodes"]),
+        evaluation = evaluate(spec.env_id, result.program_to_plan_with, episodes=int(options["episodes"]),
                               seed=job.seed, max_steps=options["max_steps"],
                               decision_timeout_s=float(options["decision_timeout_s"]))
         out["planning"] = {**evaluation.to_dict(), "seconds": time.perf_counter() - t0}

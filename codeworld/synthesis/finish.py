@@ -84,5 +84,7 @@ def finish_run(result: Any, evaluator: Any, config: FinishConfig, run_dir: Any =
             write_atomic(run_dir.path / SPEED_FILE, _dump(speed_record))
             if speed.ported:
                 write_atomic(run_dir.path / FAST_MODEL_FILE, speed.source)
+        if speed.ported:
+            result.fast_program = speed.source
         record["speed"] = {k: speed_record[k] for k in ("compiled", "ported", "how", "steps_per_s")}
     return record

@@ -86,6 +86,8 @@ class SynthesisResult:
         run_dir: the run directory, if the run saved one.
         history: per call, in order: action, score, buggy, best score so far.
         finish: what the constant fit and the speed step did to the best program.
+        fast_program: the best program's compiled port, when the speed step needed and kept one
+            (it predicts the same on every transition of the buffer); plan with it.
     """
 
     best_call: int | None
@@ -96,6 +98,12 @@ class SynthesisResult:
     run_dir: RunDir | None = None
     history: list[dict] = field(default_factory=list)
     finish: dict = field(default_factory=dict)
+    fast_program: str | None = None
+
+    @property
+    def program_to_plan_with(self) -> str | None:
+        """The kept compiled port of the best program, else the best program itself."""
+        return self.fast_program or self.best_program
 
 
 def _completion_record(completion: Any) -> dict:
