@@ -261,7 +261,20 @@ def job_metrics(record: dict) -> dict | None:
         "tokens": (result.get("accounting") or {}).get("tokens"),
         "history": [e["best"] for e in result.get("history", [])],
         "seconds": record.get("seconds"),
+        "outcomes": job_outcomes(result),
+        "speed": ((result.get("finish") or {}).get("speed") or None),
     }
+
+
+def job_outcomes(result: dict) -> list[str]:
+    """The outcome class of every program of a job (`codeworld.experiments.outcomes`); a record
+    written before outcomes were kept gives only buggy / runs, wrong / right from its history."""
+    from codeworld.experiments.outcomes import PERFECT
+
+    if "outcomes" in result:
+        return [entry["outcome"] for entry in result["outcomes"]]
+    return ["buggy (kind not recorded)" if e["buggy"] else
+            "right" if e["score"] >= PERFECT else "runs, wrong" for e in result.get("history", [])]
 
 
 def aggregate(records: list[dict], envs: list[str], methods: list[str]) -> dict:
@@ -287,6 +300,11 @@ def aggregate(records: list[dict], envs: list[str], methods: list[str]) -> dict:
             entry["return_note"] = "; ".join(notes) or None
             histories = [r["history"] for r in rows if r["history"]]
             entry["best_by_call"] = _mean_curve(histories)
+            speeds = [r["speed"] for r in rows if r["speed"]]
+            entry["compiled"] = (None if not speeds else
+                                 sum(1 for sp in speeds if sp.get("compiled")) / len(speeds))
+            rates = [sp["steps_per_s"] for sp in speeds if sp.get("steps_per_s")]
+            entry["steps_per_s"] = _mean(rates) if rates else None
             per_env[method][env] = entry
     groups: dict[str, dict[str, dict]] = {}
     for method in methods:
@@ -302,7 +320,11 @@ def aggregate(records: list[dict], envs: list[str], methods: list[str]) -> dict:
             curves = [d["best_by_call"] for d in done if d["best_by_call"]]
             entry["best_by_call"] = _mean_curve(curves)
             groups[method][group] = entry
-    return {"per_env": per_env, "groups": groups, "jobs": len(records),
+    from codeworld.experiments.outcomes import outcome_counts
+
+    outcomes = {method: outcome_counts(o for m in metrics if m["method"] == method for o in m["outcomes"])
+                for method in methods}
+    return {"per_env": per_env, "groups": groups, "outcomes": outcomes, "jobs": len(records),
             "finished": len(metrics), "failed": len(failed)}
 
 
@@ -376,8 +398,9 @@ def markdown(summary: dict, meta: dict, paper: dict) -> str:
               "## Per environment", "",
               "| env | method | seeds | accuracy (sound) | accuracy (paper rule) "
               "| accuracy (paper rule, paper's buffer) | normalized return | LLM calls (from cache) "
-              "| tokens | minutes |" + "".join(f" paper, {run}: accuracy / return |" for run in env_runs),
-              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|" + "---:|" * len(env_runs)]
+              "| tokens | minutes | best program compiled (model steps/s) |"
+              + "".join(f" paper, {run}: accuracy / return |" for run in env_runs),
+              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|" + "---:|" * len(env_runs)]
     for env in meta["envs"]:
         for method in methods:
             e = summary["per_env"][method][env]
@@ -391,7 +414,7 @@ def markdown(summary: dict, meta: dict, paper: dict) -> str:
                          f"| {_pm(e['accuracy_paper'], e['accuracy_paper_stderr'])} "
                          f"| {_fmt(e['accuracy_paper_buffer'])} | {ret} "
                          f"| {_fmt(e['calls'], 1)} ({_fmt(e['cached_calls'], 1)}) "
-                         f"| {_fmt(e['tokens'], 0)} | {_fmt(minutes, 1)} |"
+                         f"| {_fmt(e['tokens'], 0)} | {_fmt(minutes, 1)} | {_speed_cell(e)} |"
                          + "".join(f" {_published_cell(published.get(run))} |" for run in env_runs))
     lines += ["", "Accuracy: the best program's score on the environment's committed buffer "
               "(sound: codeworld's tolerances, done = terminated; paper rule: the paper's comparison, "
@@ -401,8 +424,39 @@ def markdown(summary: dict, meta: dict, paper: dict) -> str:
               "Normalized return: "
               "(R_model - R_random) / (R_oracle - R_random) over the planning episodes. Group means "
               "are over environments (discrete and continuous actions; RTFM apart); a return mean is "
-              "over the environments where it is defined (their number in brackets).", ""]
+              "over the environments where it is defined (their number in brackets). Compiled: the "
+              "best program (or its kept port) runs as Numba-compiled code called from the planners; "
+              "model steps/s in the planner's rollout loop (blank: not recorded).", ""]
+    lines += outcome_table(summary.get("outcomes") or {}, methods)
     return "\n".join(lines)
+
+
+def _speed_cell(entry: dict) -> str:
+    if entry.get("compiled") is None:
+        return ""
+    text = "yes" if entry["compiled"] == 1 else "no" if entry["compiled"] == 0 else f"{entry['compiled']:.0%}"
+    rate = entry.get("steps_per_s")
+    return text + (f" ({rate:,.0f})" if rate else "")
+
+
+def outcome_table(outcomes: dict[str, dict[str, int]], methods: list[str]) -> list[str]:
+    """Markdown lines: how many of all the programs each method wrote fell in each outcome class."""
+    classes = list(dict.fromkeys(c for m in methods for c in outcomes.get(m, {})))
+    if not classes:
+        return []
+    totals = {m: sum(outcomes.get(m, {}).values()) for m in methods}
+    lines = ["## Program outcomes", "",
+             "Every program the searches wrote (all calls of all jobs), by what became of it "
+             "(`codeworld.experiments.outcomes`).", "",
+             "| outcome |" + "".join(f" {m} ({totals[m]} programs) |" for m in methods),
+             "|---|" + "---:|" * len(methods)]
+    for name in classes:
+        cells = []
+        for m in methods:
+            n = outcomes.get(m, {}).get(name, 0)
+            cells.append(f" {n} ({n / totals[m]:.0%}) |" if totals[m] else " |")
+        lines.append(f"| {name} |" + "".join(cells))
+    return lines + [""]
 
 
 # ------------------------------------------------------------------------------------------ plots

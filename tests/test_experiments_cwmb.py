@@ -152,3 +152,32 @@ def test_aid_ablation_variants_switch_off_one_aid_each():
     assert finish_config(job, job_options(job)).fit_constants is False
     plain = Job("CartPole-v1", "gif-mcts", 0, "scripted:x", 2, {"finish": {"speed_step": False}})
     assert finish_config(plain, job_options(plain)).speed_step is False
+
+
+def test_program_outcomes_name_what_became_of_each_program(tmp_path):
+    from codeworld.cli import main
+    from codeworld.experiments.outcomes import outcome_counts, program_outcome, run_outcomes
+
+    model = (ROOT / "tests" / "models" / "cartpole_functional.py").read_text()
+    programs = [
+        "import numpy as np\nX = 1\n",                                            # no step
+        model.replace("return", "raise ZeroDivisionError('x')\n    return", 1),   # raises
+        model.replace("0.02", "0.03"),                                            # runs, wrong
+    ]
+    script = tmp_path / "s.json"
+    script.write_text(json.dumps([f"```python\n{p}```" for p in programs]
+                                 + ["no code here", f"```python\n{model}```"]))
+    out = tmp_path / "run"
+    assert main(["synthesize", "CartPole-v1", "--method", "zero-shot", "--llm", f"scripted:{script}",
+                 "--budget", "5", "--out", str(out), "--no-fit", "--no-speed-step", "--quiet",
+                 "--set", "assist.scaffold=false", "--set", "assist.checks=false"]) == 0
+    outcomes = [entry["outcome"] for entry in run_outcomes(out)]
+    assert outcomes == ["no step", "raises ZeroDivisionError", "runs, wrong", "no program", "right"]
+    # a syntax error is caught when the code is taken from the answer, or when it is loaded
+    assert program_outcome({"buggy": True, "report": {"status": "exception",
+                                                      "message": "syntax error: ..."}}) == "does not parse"
+    assert program_outcome({"has_program": False, "report": {"status": "no_code"}}) == "no program"
+    assert program_outcome({"buggy": True, "report": {"stage": "static_check",
+                                                      "problems": [{"kind": "undefined_name"}]}}) \
+        == "static check: undefined_name"
+    assert outcome_counts(["a", "b", "a"]) == {"a": 2, "b": 1}

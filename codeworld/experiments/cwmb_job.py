@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from codeworld.experiments.jobs import Job, split_method
+from codeworld.experiments.outcomes import run_outcomes
 
 # What a job does when its options do not say (planning follows the paper: 10 episodes).
 CWMB_JOB_DEFAULTS: dict[str, Any] = {
@@ -152,6 +153,7 @@ def run_cwmb_job(job: Job, workdir: str) -> dict:
         "planning": None,
         "synthesis_seconds": synthesis_seconds,
         "finish": result.finish,
+        "outcomes": run_outcomes(run_dir.path),
     }
     program = result.best_program
     if program is None:
