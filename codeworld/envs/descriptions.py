@@ -37,7 +37,7 @@ KEPT_SECTIONS = (
 
 DESCRIPTION_DIR = data_dir("descriptions")
 
-_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*$")
+_HEADING = re.compile(r"^ {0,3}(#{1,6})\s+(.*?)\s*$")  # CommonMark: up to 3 spaces before
 _MD_LINK = re.compile(r"\[([^\]]*)\]\((?:[^()]|\([^()]*\))*\)")
 _HTML_TAG = re.compile(r"<[^>]+>")
 _CITATION = re.compile(r"\s*\[\d+(?:,\s*\d+)*\]")
@@ -157,7 +157,7 @@ def describe(env_id: str, contract: bool = True) -> str:
     if not inspect.cleandoc(cls.__doc__ or "").strip():
         parts.append(_spaces_text(spec))
     for title, body in _sections(cls.__doc__ or ""):
-        body = _clean(body)
+        body = _clean(inspect.cleandoc(body) if not spec.shipped else body)
         if not body:
             continue
         if title == "":
