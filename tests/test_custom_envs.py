@@ -408,3 +408,17 @@ def test_a_minari_dataset_scores_a_model(tmp_path, cache, monkeypatch, capsys):
     assert report["score"] == 1.0 and report["n_transitions"] == sum(len(e.rewards) for e in episodes)
     assert main(["describe", "minari:codeworld/lake-test-v0", "--description", desc]) == 0
     assert capsys.readouterr().out.startswith("# Lake")
+
+
+def test_the_readme_example_runs(cache, capsys):
+    from pathlib import Path
+
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    example = readme.split("A complete example, from Python")[1].split("```python\n")[1].split("```")[0]
+    try:
+        exec(compile(example, "README.md", "exec"), {})
+        printed = capsys.readouterr().out
+        assert "World-model contract" in printed and "score       1.0000" in printed
+        assert printed.rstrip().endswith("1.0")  # the normalized return of the true model
+    finally:
+        gym.registry.pop("Walker-v0", None)

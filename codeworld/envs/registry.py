@@ -1,9 +1,17 @@
-"""The registry of the 18 CWMB environments (Dainese et al., NeurIPS 2024) on Gymnasium 1.4, and RTFM.
+"""Environment specs: the registry of the 18 CWMB environments (Dainese et al., NeurIPS 2024) on
+Gymnasium 1.4 and RTFM, and the lookup of every other environment.
 
 Each environment has one frozen `EnvSpec`: its ids (codeworld's and the paper's), how its actions
 and observations look, how observations are flattened into the float64 state a world model sees,
-the tolerances the sound scorer compares with, the planner that acts in it, and how to put the true
-simulator into the state an observation describes (where the observation determines it).
+the tolerances the sound scorer compares with, the planner that acts in it, how to save and restore
+its simulator (the oracle; `codeworld.envs.simstate`) and how to put the true simulator into the
+state an observation describes (the ceiling), or why either cannot be done. Nothing outside this
+package asks which environment it has: it asks the spec.
+
+`get_spec` knows, besides the registry, any Gymnasium id (``[module:]Id[,key=value...]``; its spec
+is derived from its spaces, `codeworld.envs.derive`), logged data (``data:FILE.npz``,
+``minari:DATASET``; `codeworld.envs.datasets`) and specs registered at run time (`register_env`,
+`register_spec`). A CWMB id always means the CWMB environment.
 
 Observation encoding (`encode_obs`): a ``Discrete`` observation becomes one number, Blackjack's
 ``(player_sum, dealer_card, usable_ace)`` tuple becomes three, a ``Box`` observation is flattened
