@@ -422,3 +422,27 @@ def test_the_readme_example_runs(cache, capsys):
         assert printed.rstrip().endswith("1.0")  # the normalized return of the true model
     finally:
         gym.registry.pop("Walker-v0", None)
+
+
+def test_the_cwmb_harness_takes_a_gymnasium_id_with_keyword_arguments(tmp_path, cache):
+    import importlib.util
+    from pathlib import Path
+
+    from codeworld.experiments import Job, run_cwmb_job
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "cwmb.py"
+    module_spec = importlib.util.spec_from_file_location("cwmb_harness_custom", path)
+    harness = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(harness)
+    envs = harness.resolve_envs("rtfm,FrozenLake-v1,is_slippery=false,Taxi-v3")
+    assert envs == ["RTFM-v0", "FrozenLake-v1,is_slippery=false", "Taxi-v4"]
+    assert [harness.group_of(e) for e in envs] == ["rtfm", "discrete", "discrete"]
+
+    script = _write(tmp_path, "script.json", json.dumps([f"```python\n{FROZEN_LAKE_MODEL}```"]))
+    job = Job(envs[1], "worldcoder", 0, f"scripted:{script}", 1, {"episodes": 2, "max_steps": 20})
+    result = run_cwmb_job(job, str(tmp_path / "work"))
+    assert result["scores"]["sound"]["score"] == 1.0
+    assert result["scores"]["paper_on_paper_buffer"] is None
+    planning = result["planning"]
+    for policy in ("random", "oracle", "model"):  # all three ran on the real environment
+        assert planning[policy]["status"] == "ok" and len(planning[policy]["returns"]) == 2
