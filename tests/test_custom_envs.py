@@ -446,3 +446,24 @@ def test_the_cwmb_harness_takes_a_gymnasium_id_with_keyword_arguments(tmp_path, 
     planning = result["planning"]
     for policy in ("random", "oracle", "model"):  # all three ran on the real environment
         assert planning[policy]["status"] == "ok" and len(planning[policy]["returns"]) == 2
+
+
+def test_the_oracle_of_a_random_environment_samples_its_dynamics(cache):
+    from codeworld.planning.oracle import OracleModel
+
+    spec = get_spec("FrozenLake-v1")  # slippery: the move goes astray two times in three
+    assert spec.stochastic
+    oracle = OracleModel(spec.env_id)
+    try:
+        env = gym.make("FrozenLake-v1")
+        env.reset(seed=0)
+        root = oracle.state_of(env)
+        states = np.repeat(root[None, :], 60, axis=0)
+        next_states, _, _ = oracle.step_batch(states, np.full((60, 1), 2.0))  # "move right", 60 times
+        cells = {int(env.unwrapped.s)}
+        for state in next_states:
+            oracle._restore(state)
+            cells.add(int(oracle.sim.s))
+        assert len(cells) >= 3  # stayed, went right, went down: not one replayed outcome
+    finally:
+        oracle.close()

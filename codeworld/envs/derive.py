@@ -18,7 +18,9 @@ What is derived (`derive_spec`):
 * tolerances from the observation's dtype (integers exact, float32 to a few ulps, float64 tight);
 * how to save and restore the simulator (`codeworld.envs.simstate`: ``mujoco``, ``toy_text``
   ``s``, ``classic_control`` ``state``, else a deep copy), each verified on the real environment
-  to replay the same steps after a restore; it gives the oracle and the paper's collection planner;
+  to replay the same steps after a restore; it gives the oracle and the paper's collection planner
+  (an environment whose steps depend on its random generator is marked stochastic, and the oracle
+  then draws fresh random numbers at each simulated step instead of the real env's next ones);
 * how to set the simulator from an observation (the ceiling): the ``s`` index of a discrete
   observation, a ``state`` that the observation is, or MuJoCo's ``qpos``/``qvel`` read from it;
   verified to reproduce recorded transitions. Where none fits, the reason is kept and reported.
@@ -303,10 +305,8 @@ def _verified_sim_state(make, coding: ActionCoding) -> tuple[simstate.SimState |
         for mechanism in simstate.candidates(env.unwrapped):
             why = simstate.verify_restore(env.unwrapped, mechanism, actions)
             if why is None:
-                # A mechanism that leaves the random generator alone failed where a full copy
-                # works: the transitions draw random numbers.
-                stochastic = mechanism is simstate.DEEP_COPY and bool(failures)
-                return mechanism, "", stochastic
+                env.reset(seed=0)  # from the start, not from where the check ended (maybe a terminal state)
+                return mechanism, "", simstate.draws_random_numbers(env.unwrapped, mechanism, actions)
             failures.append(why)
         return None, ("the simulator's state cannot be saved and restored (" + "; ".join(failures) + ")"), False
     finally:

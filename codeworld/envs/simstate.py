@@ -218,3 +218,16 @@ def verify_restore(env, sim_state: SimState, actions: list, checkpoints: int = 3
             return None  # the episode ended: what was checked is enough
         position += span
     return None
+
+
+def draws_random_numbers(env, sim_state: SimState, actions: list) -> bool:
+    """Whether the env's transitions depend on its random generator: from one saved state, the
+    same actions under two different seeds of ``np_random`` give different steps."""
+    saved = sim_state.save(env)
+    outcomes = []
+    for seed in range(8):
+        sim_state.restore(env, saved)
+        env.np_random = np.random.default_rng(seed)
+        outcomes.append(rollout(env, actions))
+    sim_state.restore(env, saved)
+    return any(not _same(outcomes[0], other) for other in outcomes[1:])

@@ -62,6 +62,9 @@ class OracleModel:
         self.env.reset(seed=0)
         self.sim = self.env.unwrapped
         self.steps = 0
+        # A stochastic simulator restored with its random generator would replay the real env's
+        # next draws (a clairvoyant oracle): it gets fresh ones from here at every simulated step.
+        self._rng = np.random.default_rng(0) if self.spec.stochastic else None
 
     def _save(self, env) -> np.ndarray:
         state = self.sim_state.save(env)
@@ -98,6 +101,8 @@ class OracleModel:
             warnings.simplefilter("ignore")
             for i in range(n):
                 self._restore(states[i])
+                if self._rng is not None:
+                    self.sim.np_random = np.random.default_rng(int(self._rng.integers(2**63)))
                 _obs, reward, terminated, _trunc, _info = self.sim.step(decode_action(self.spec.env_id, actions[i]))
                 next_states[i] = self._save(self.sim)
                 rewards[i] = float(reward)
