@@ -406,6 +406,8 @@ def test_a_minari_dataset_scores_a_model(tmp_path, cache, monkeypatch, capsys):
     assert main(["score", "minari:codeworld/lake-test-v0", model, "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["score"] == 1.0 and report["n_transitions"] == sum(len(e.rewards) for e in episodes)
+    assert main(["describe", "minari:codeworld/lake-test-v0"]) == 0  # the dataset's own description
+    assert capsys.readouterr().out.startswith("A frozen lake.")
     assert main(["describe", "minari:codeworld/lake-test-v0", "--description", desc]) == 0
     assert capsys.readouterr().out.startswith("# Lake")
 

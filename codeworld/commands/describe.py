@@ -1,4 +1,5 @@
-"""``codeworld envs`` (the CWMB registry as a table) and ``codeworld describe ENV`` (its description)."""
+"""``codeworld envs`` (the CWMB registry as a table) and ``codeworld describe ENV`` (the description of
+any environment: a CWMB id, a Gymnasium id, logged data)."""
 
 from __future__ import annotations
 
@@ -38,6 +39,8 @@ def run_envs(args: argparse.Namespace) -> int:
         tol = "exact" if spec.state_atol == 0 and spec.state_rtol == 0 else f"{spec.state_atol:g}"
         print(f"{spec.env_id:<26} {spec.paper_id:<26} {actions:<18} {spec.obs_dim:>4} "
               f"{spec.planner:<7} {tol:<10} {'yes' if spec.settable else 'no'}")
+    print("\nAny other Gymnasium id works too, with keyword arguments (e.g. codeworld describe "
+          "FrozenLake-v1 --env-kwargs is_slippery=false), and logged data (FILE.npz, minari:DATASET).")
     return 0
 
 

@@ -130,8 +130,9 @@ def minari_spec(env_id: str):
     """The spec of a ``minari:DATASET_ID`` dataset (see the module docstring); converts its
     episodes into codeworld's format in the user cache on first use."""
     from codeworld._paths import cache_root
-    from codeworld.envs.buffers import ReplayBuffer, save_buffer
+    from codeworld.envs.buffers import ReplayBuffer, save_buffer, sidecar_path
     from codeworld.envs.derive import action_coding, safe_name, space_layout
+    from codeworld.envs.registry import EXACT, FLOAT32, FLOAT64_SIM
 
     dataset_id = env_id[len("minari:"):]
     minari, dataset = _minari_dataset(dataset_id)
@@ -142,28 +143,9 @@ def minari_spec(env_id: str):
                       "path": str(getattr(dataset.spec, "data_path", ""))}, sort_keys=True)
     digest = hashlib.sha256(key.encode()).hexdigest()[:16]
     path = cache_root() / "buffers" / f"minari-{safe_name(dataset_id)}-{digest}.npz"
-    rows: dict[str, list] = {k: [] for k in ("obs", "actions", "rewards", "next_obs", "terminated",
-                                             "truncated", "episode_start")}
-    for episode in dataset.iterate_episodes():
-        start = len(rows["rewards"])
-        n = len(episode.rewards)
-        observations = _unstack(episode.observations, n + 1)
-        actions = _unstack(episode.actions, n)
-        for t in range(n):
-            rows["obs"].append(layout.encode(observations[t]))
-            rows["next_obs"].append(layout.encode(observations[t + 1]))
-            rows["actions"].append(_encode_action(coding, dataset.action_space, actions[t]))
-            rows["rewards"].append(float(episode.rewards[t]))
-            rows["terminated"].append(bool(episode.terminations[t]))
-            rows["truncated"].append(bool(episode.truncations[t]) and not bool(episode.terminations[t]))
-            rows["episode_start"].append(start)
-    dtypes = {"terminated": bool, "truncated": bool, "episode_start": np.int64}
-    arrays = {k: np.asarray(v, dtype=dtypes.get(k, np.float64)) for k, v in rows.items()}
-    float32 = layout.float32 and not layout.exact
-    from codeworld.envs.registry import EXACT, FLOAT32, FLOAT64_SIM
-
-    tol = dict(EXACT if layout.exact else (FLOAT32 if float32 else FLOAT64_SIM))
-    description = getattr(dataset.spec, "description", None) or None
+    tol = dict(EXACT if layout.exact else (FLOAT32 if layout.float32 else FLOAT64_SIM))
+    metadata = getattr(getattr(dataset, "storage", None), "metadata", None) or {}
+    description = metadata.get("description") or None
     spec = _spec(env_id, obs_dim=layout.size, discrete=coding.discrete, n_actions=coding.n_actions,
                  low=coding.low, high=coding.high, tol=tol, description=description,
                  dataset=str(path), state_names=layout.names if any(layout.names) else (),
@@ -171,12 +153,27 @@ def minari_spec(env_id: str):
                  action_doc=coding.doc, action_decoder=coding.decode,
                  obs_encoder=layout.encode)
     if not path.is_file():
+        rows: dict[str, list] = {k: [] for k in ("obs", "actions", "rewards", "next_obs", "terminated",
+                                                 "truncated", "episode_start")}
+        for episode in dataset.iterate_episodes():
+            start = len(rows["rewards"])
+            n = len(episode.rewards)
+            observations = _unstack(episode.observations, n + 1)
+            actions = _unstack(episode.actions, n)
+            for t in range(n):
+                rows["obs"].append(layout.encode(observations[t]))
+                rows["next_obs"].append(layout.encode(observations[t + 1]))
+                rows["actions"].append(_encode_action(coding, dataset.action_space, actions[t]))
+                rows["rewards"].append(float(episode.rewards[t]))
+                rows["terminated"].append(bool(episode.terminations[t]))
+                rows["truncated"].append(bool(episode.truncations[t]) and not bool(episode.terminations[t]))
+                rows["episode_start"].append(start)
+        dtypes = {"terminated": bool, "truncated": bool, "episode_start": np.int64}
+        arrays = {k: np.asarray(v, dtype=dtypes.get(k, np.float64)) for k, v in rows.items()}
         buffer = ReplayBuffer(env_id, **arrays, metadata={})
         tmp = path.with_name(path.stem + f".tmp{os.getpid()}.npz")
         save_buffer(buffer, tmp, metadata={"env_id": env_id, "source": f"Minari dataset {dataset_id}",
                                            "minari": minari.__version__})
-        from codeworld.envs.buffers import sidecar_path
-
         os.replace(sidecar_path(tmp), sidecar_path(path))
         os.replace(tmp, path)
     return spec
