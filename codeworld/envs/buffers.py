@@ -233,7 +233,7 @@ def load_buffer(path: Path | str, env_id: str | None = None) -> ReplayBuffer:
     Raises:
         BufferError: the file is missing or unreadable, lacks keys, has mismatched lengths or
             shapes, or holds NaN/inf (the message is one line).
-        UnknownEnvError: `env_id` is not a CWMB environment.
+        UnknownEnvError: nobody knows `env_id` (see `codeworld.envs.get_spec`).
     """
     path = Path(path)
     if not path.is_file():

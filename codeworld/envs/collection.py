@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import platform
 from dataclasses import asdict, dataclass
-from typing import Any
 
 import numpy as np
 

@@ -79,7 +79,7 @@ class UnknownEnvError(KeyError):
 
 @dataclass(frozen=True)
 class EnvSpec:
-    """Everything codeworld needs to know about one CWMB environment.
+    """Everything codeworld needs to know about one environment (CWMB, derived, or logged data).
 
     Attributes:
         env_id: codeworld's id (Gymnasium 1.4 naming), e.g. ``"Taxi-v4"``.
