@@ -174,28 +174,34 @@ GROUPS = ("discrete", "continuous", "rtfm")  # RTFM is its own group, as in the 
 
 
 def group_of(env_id: str) -> str:
-    """``"rtfm"`` for RTFM, else the action kind (``"discrete"`` or ``"continuous"``)."""
+    """The spec's benchmark group: RTFM's own, else the action kind (``"discrete"`` or ``"continuous"``)."""
     from codeworld.envs import get_spec
 
-    return "rtfm" if env_id == "RTFM-v0" else get_spec(env_id).action_kind
+    return get_spec(env_id).benchmark_group
 
 
 # ------------------------------------------------------------------------------------------ jobs
 
 
 def resolve_envs(text: str) -> list[str]:
-    """``discrete``, ``continuous``, ``all``, ``rtfm`` or a comma list of ids (paper ids work)."""
+    """``discrete``, ``continuous``, ``all``, ``rtfm`` or a comma list of ids (paper ids work; any
+    Gymnasium id too, its keyword arguments following it: ``FrozenLake-v1,is_slippery=false``)."""
     from codeworld.envs import get_spec, list_envs
 
-    names = [part.strip() for part in text.split(",") if part.strip()]
+    names: list[str] = []
+    for part in (p.strip() for p in text.split(",")):
+        if "=" in part and names:  # a keyword argument of the id before: FrozenLake-v1,is_slippery=false
+            names[-1] += "," + part
+        elif part:
+            names.append(part)
     out: list[str] = []
     for name in names:
         if name in ("discrete", "continuous"):
             out += [e for e in list_envs() if get_spec(e).action_kind == name]
         elif name == "all":
             out += list_envs()
-        elif name.lower() == "rtfm":
-            out.append("RTFM-v0")
+        elif name.lower() in GROUPS[2:]:  # a group of its own (RTFM)
+            out += [e for e in list_envs(include_rtfm=True) if get_spec(e).benchmark_group == name.lower()]
         else:
             out.append(get_spec(name).env_id)
     return list(dict.fromkeys(out))

@@ -20,9 +20,11 @@ _EXPORTS = {
     "make_object_env": "codeworld.agent",
     "EnvSpec": "codeworld.envs",
     "encode_obs": "codeworld.envs",
+    "env_spec": "codeworld.envs",
     "get_spec": "codeworld.envs",
     "list_envs": "codeworld.envs",
     "make_env": "codeworld.envs",
+    "register_env": "codeworld.envs",
     "ReplayBuffer": "codeworld.envs.buffers",
     "load_buffer": "codeworld.envs.buffers",
     "describe": "codeworld.envs.descriptions",
@@ -81,7 +83,8 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names load lazily
     from codeworld._backend import backend, core_available
     from codeworld.agent import AgentConfig, WorldCoderAgent, make_object_env
-    from codeworld.envs import EnvSpec, encode_obs, get_spec, list_envs, make_env
+    from codeworld.envs import (EnvSpec, encode_obs, env_spec, get_spec, list_envs, make_env,
+                                register_env)
     from codeworld.envs.buffers import ReplayBuffer, load_buffer
     from codeworld.envs.descriptions import describe
     from codeworld.fitting import FitConfig, FitResult, fit_constants

@@ -6,10 +6,14 @@ import argparse
 import sys
 
 
+from codeworld.envs.arguments import ENV_HELP, add_env_arguments
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "collect", help="collect a replay buffer (10 seeded episodes of <= 100 steps) and its sidecar")
-    parser.add_argument("env", help="environment id, or 'all' for the 18 CWMB environments")
+    parser.add_argument("env", help=ENV_HELP + "; or 'all' for the 18 CWMB environments")
+    add_env_arguments(parser, description=False)
     parser.add_argument("--out", default=None, help="output folder (default: <codeworld cache>/buffers, i.e. "
                         "$CODEWORLD_CACHE_DIR or ~/.cache/codeworld; the committed buffers are "
                         "regenerated with --out codeworld/data/buffers in a source checkout)")
@@ -21,8 +25,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from codeworld._paths import cache_root
-    from codeworld.envs import UnknownEnvError, list_envs
-    from codeworld.envs.buffers import buffer_path, save_buffer
+    from codeworld.envs import UnknownEnvError, get_spec, list_envs
+    from codeworld.envs.arguments import env_from_args
+    from codeworld.envs.buffers import buffer_path, cached_buffer_path, save_buffer
     from codeworld.envs.collection import CollectionConfig, collect_buffer
 
     if args.episodes < 1 or args.max_steps < 1:
@@ -30,14 +35,21 @@ def run(args: argparse.Namespace) -> int:
         return 2
     config = CollectionConfig(episodes=args.episodes, max_steps=args.max_steps,
                               random_episodes=args.episodes // 2, seed=args.seed)
-    env_ids = list_envs() if args.env == "all" else [args.env]
-    for env_id in env_ids:
-        try:
+    try:
+        env_ids = list_envs() if args.env == "all" else [env_from_args(args)]
+        for env_id in env_ids:
             buffer = collect_buffer(env_id, config)
-        except UnknownEnvError as exc:
-            print(f"codeworld collect: {exc}", file=sys.stderr)
-            return 2
-        path = save_buffer(buffer, buffer_path(env_id, args.out or cache_root() / "buffers"))
-        print(f"{path}: {len(buffer)} transitions, {buffer.n_episodes} episodes, "
-              f"{int(buffer.terminated.sum())} terminated, {int(buffer.truncated.sum())} truncated")
+            if args.out is None and not get_spec(env_id).shipped and config == CollectionConfig(seed=args.seed):
+                target = cached_buffer_path(env_id, args.seed)  # where the other commands look
+            else:
+                target = buffer_path(env_id, args.out or cache_root() / "buffers")
+            path = save_buffer(buffer, target)
+            print(f"{path}: {len(buffer)} transitions, {buffer.n_episodes} episodes, "
+                  f"{int(buffer.terminated.sum())} terminated, {int(buffer.truncated.sum())} truncated"
+                  + ("" if "random_only" not in buffer.metadata["protocol"] else
+                     f" (random episodes only: {get_spec(env_id).oracle_note})"))
+    except (UnknownEnvError, ValueError) as exc:
+        print(f"codeworld collect: {exc}", file=sys.stderr)
+        return 2
     return 0
+

@@ -1,4 +1,5 @@
-"""``codeworld envs`` (the CWMB registry as a table) and ``codeworld describe ENV`` (its description)."""
+"""``codeworld envs`` (the CWMB registry as a table) and ``codeworld describe ENV`` (the description of
+any environment: a CWMB id, a Gymnasium id, logged data)."""
 
 from __future__ import annotations
 
@@ -6,12 +7,16 @@ import argparse
 import sys
 
 
+from codeworld.envs.arguments import ENV_HELP, add_env_arguments
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     envs = subparsers.add_parser("envs", help="list the CWMB environments (the registry)")
     envs.set_defaults(func=run_envs)
     parser = subparsers.add_parser(
         "describe", help="print an environment's description (from the Gymnasium docstring)")
-    parser.add_argument("env", help="environment id, e.g. CartPole-v1 (the paper's ids work too)")
+    parser.add_argument("env", help=ENV_HELP)
+    add_env_arguments(parser)
     parser.add_argument("--no-contract", action="store_true",
                         help="leave out the note on the world-model contract")
     parser.add_argument("--write", metavar="DIR", default=None,
@@ -34,6 +39,8 @@ def run_envs(args: argparse.Namespace) -> int:
         tol = "exact" if spec.state_atol == 0 and spec.state_rtol == 0 else f"{spec.state_atol:g}"
         print(f"{spec.env_id:<26} {spec.paper_id:<26} {actions:<18} {spec.obs_dim:>4} "
               f"{spec.planner:<7} {tol:<10} {'yes' if spec.settable else 'no'}")
+    print("\nAny other Gymnasium id works too, with keyword arguments (e.g. codeworld describe "
+          "FrozenLake-v1 --env-kwargs is_slippery=false), and logged data (FILE.npz, minari:DATASET).")
     return 0
 
 
@@ -51,9 +58,11 @@ def run_describe(args: argparse.Namespace) -> int:
         for path in paths:
             print(path)
         return 0
+    from codeworld.envs.arguments import env_from_args
+
     try:
-        print(describe(args.env, contract=not args.no_contract), end="")
-    except UnknownEnvError as exc:
+        print(describe(env_from_args(args), contract=not args.no_contract), end="")
+    except (UnknownEnvError, ValueError) as exc:
         print(f"codeworld describe: {exc}", file=sys.stderr)
         return 2
     return 0

@@ -17,11 +17,15 @@ EXIT_MODEL_FAILED = 1
 EXIT_USAGE = 2
 
 
+from codeworld.envs.arguments import ENV_HELP, add_env_arguments
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "plan", help="plan with a world model on the real env: returns vs random and oracle, normalized return")
-    parser.add_argument("env", help="CWMB environment id, e.g. CartPole-v1")
+    parser.add_argument("env", help=ENV_HELP.split(", or logged data")[0] + " (planning needs a simulator)")
     parser.add_argument("model", nargs="?", default=None, help="path to the model program (.py)")
+    add_env_arguments(parser, description=False)
     parser.add_argument("--episodes", type=int, default=10, help="seeded episodes per policy (default 10)")
     parser.add_argument("--seed", type=int, default=0, help="episode i resets with seed + i (default 0)")
     parser.add_argument("--max-steps", type=int, default=None, help="cap on steps per episode")
@@ -91,14 +95,19 @@ def _format(stats) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from codeworld.envs import UnknownEnvError, get_spec
+    from codeworld.envs.arguments import env_from_args
     from codeworld.model import ModelSourceError, check_model_source
     from codeworld.planning import evaluate, make_config
     from codeworld.planning.evaluate import DEFAULT_DECISION_TIMEOUT_S
 
     try:
-        spec = get_spec(args.env)
-    except UnknownEnvError as exc:
+        spec = get_spec(env_from_args(args))
+    except (UnknownEnvError, ValueError) as exc:
         print(f"codeworld plan: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if not spec.simulator:
+        print(f"codeworld plan: {spec.env_id} is logged data without a simulator: planning needs "
+              "an environment to act in", file=sys.stderr)
         return EXIT_USAGE
     overrides = {}
     for item in args.set:

@@ -12,11 +12,15 @@ import argparse
 import sys
 
 
+from codeworld.envs.arguments import ENV_HELP, add_env_arguments
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "score", help="score a world-model program on a replay buffer (sound or paper rule)")
-    parser.add_argument("env", help="environment id, e.g. CartPole-v1 (the paper's ids work too)")
+    parser.add_argument("env", help=ENV_HELP)
     parser.add_argument("model", help="path to the model program (.py)")
+    add_env_arguments(parser, description=False)
     parser.add_argument("--mode", "--metric", dest="mode", choices=("sound", "paper"), default="sound",
                         help="scoring rule: sound (default) or the paper's")
     parser.add_argument("--buffer", default=None, metavar="FILE.npz|paper",
@@ -38,12 +42,13 @@ def _fail(message: str, code: int = 2) -> int:
 
 def run(args: argparse.Namespace) -> int:
     from codeworld.envs import UnknownEnvError, get_spec
+    from codeworld.envs.arguments import env_from_args
     from codeworld.envs.buffers import PAPER, BufferError
     from codeworld.scoring import Scorer
 
     try:
-        spec = get_spec(args.env)
-    except UnknownEnvError as exc:
+        spec = get_spec(env_from_args(args))
+    except (UnknownEnvError, ValueError) as exc:
         return _fail(str(exc))
     try:
         with open(args.model, encoding="utf-8") as handle:

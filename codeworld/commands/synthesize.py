@@ -16,6 +16,9 @@ from pathlib import Path
 DEFAULT_BUDGET = 10
 
 
+from codeworld.envs.arguments import ENV_HELP, add_env_arguments
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     from codeworld.llm import add_llm_arguments
     from codeworld.synthesis import METHODS
@@ -24,8 +27,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "synthesize", help="synthesize a code world model for an environment with an LLM",
         description="Search for a world-model program with an LLM, scored on the env's replay "
                     "buffer; writes a resumable run directory.")
-    parser.add_argument("env", nargs="?", default=None,
-                        help="environment id, e.g. CartPole-v1 (optional with --resume)")
+    parser.add_argument("env", nargs="?", default=None, help=ENV_HELP + " (optional with --resume)")
+    add_env_arguments(parser)
     parser.add_argument("--method", default="gif-mcts", choices=sorted(METHODS),
                         help="search method (default gif-mcts)")
     parser.add_argument("--budget", type=int, default=None,
@@ -93,7 +96,8 @@ def prepare_run(args: argparse.Namespace):
         (run_dir, meta, method, config) or raises ValueError with a message for the user.
     """
     from codeworld import __version__
-    from codeworld.envs import get_spec
+    from codeworld.envs.arguments import env_from_args
+    from codeworld.envs.derive import safe_name
     from codeworld.synthesis import RunDir, get_method
     from codeworld.synthesis.registry import config_from_json, config_to_json, config_with_overrides
 
@@ -109,7 +113,9 @@ def prepare_run(args: argparse.Namespace):
         if not run_dir.exists():
             raise ValueError(f"no run to resume in {args.out} (no run.json)")
         meta = run_dir.meta
-        if args.env and get_spec(args.env).env_id != meta["env_id"]:
+        if meta.get("description_file") and not args.description:
+            args.description = meta["description_file"]
+        if env_from_args(args, args.env or meta["env_id"]) != meta["env_id"]:
             raise ValueError(f"{args.out} is a run on {meta['env_id']}, not {args.env}")
         method = get_method(meta["method"])
         config = config_from_json(method.config_class, meta["config"])
@@ -124,10 +130,10 @@ def prepare_run(args: argparse.Namespace):
         return run_dir, meta, method, config
     if not args.env:
         raise ValueError("give an environment id (or --resume --out RUN_DIR)")
-    env_id = get_spec(args.env).env_id
+    env_id = env_from_args(args)
     method = get_method(args.method)
     config = config_with_overrides(method.config_class(), overrides)
-    out = args.out or str(Path("runs") / (f"{env_id}-{method.name}-seed{args.seed}-"
+    out = args.out or str(Path("runs") / (f"{safe_name(env_id)}-{method.name}-seed{args.seed}-"
                                           f"{_dt.datetime.now().strftime('%Y%m%d-%H%M%S')}"))
     run_dir = RunDir(out)
     if run_dir.exists() and run_dir.load_calls():
@@ -140,6 +146,7 @@ def prepare_run(args: argparse.Namespace):
         "config": config_to_json(config), "status": "running",
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "codeworld_version": __version__,
+        **({"description_file": str(Path(args.description).resolve())} if args.description else {}),
     }
     run_dir.init(meta)
     return run_dir, meta, method, config

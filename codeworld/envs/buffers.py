@@ -233,7 +233,7 @@ def load_buffer(path: Path | str, env_id: str | None = None) -> ReplayBuffer:
     Raises:
         BufferError: the file is missing or unreadable, lacks keys, has mismatched lengths or
             shapes, or holds NaN/inf (the message is one line).
-        UnknownEnvError: `env_id` is not a CWMB environment.
+        UnknownEnvError: nobody knows `env_id` (see `codeworld.envs.get_spec`).
     """
     path = Path(path)
     if not path.is_file():
@@ -272,8 +272,53 @@ def load_buffer(path: Path | str, env_id: str | None = None) -> ReplayBuffer:
 
 
 def buffer_path(env_id: str, directory: Path | str | None = None) -> Path:
-    """The committed buffer of an environment (``codeworld/data/buffers/<env_id>.npz``)."""
-    return Path(directory or BUFFER_DIR) / f"{get_spec(env_id).env_id}.npz"
+    """Where the buffer of an environment is: the committed one of a CWMB environment
+    (``codeworld/data/buffers/<env_id>.npz``); for another environment, its file name under
+    `directory` (default: the user cache's ``buffers``), or a logged dataset's own file."""
+    spec = get_spec(env_id)
+    if spec.dataset is not None and directory is None:
+        return Path(spec.dataset)
+    if spec.shipped:
+        return Path(directory or BUFFER_DIR) / f"{spec.env_id}.npz"
+    from codeworld._paths import cache_root
+    from codeworld.envs.derive import safe_name
+
+    return Path(directory or cache_root() / "buffers") / f"{safe_name(spec.env_id)}.npz"
+
+
+def cached_buffer_path(env_id: str, seed: int = 0) -> Path:
+    """The user-cache file of the buffer collected for an environment that is not shipped:
+    named by its id, and keyed by its keyword arguments, the seed, the collection protocol and the
+    versions that determine the data (`collection_versions`)."""
+    from codeworld._paths import cache_root
+    from codeworld.envs.collection import CollectionConfig, collection_versions
+    from codeworld.envs.derive import safe_name
+
+    spec = get_spec(env_id)
+    key = json.dumps({"env_id": spec.env_id, "gym_id": spec.gym_id, "kwargs": dict(spec.gym_kwargs),
+                      "seed": seed, "protocol": repr(CollectionConfig(seed=seed)),
+                      "versions": collection_versions(), "format": FORMAT}, sort_keys=True, default=str)
+    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
+    return cache_root() / "buffers" / f"{safe_name(spec.env_id)}-seed{seed}-{digest}.npz"
+
+
+def default_buffer(env_id: str) -> Path:
+    """The buffer a command uses when none is named: the committed one of a CWMB environment, a
+    logged dataset's own file, else one collected on first use (with the paper's protocol, seed 0)
+    and cached in the user cache (`cached_buffer_path`)."""
+    spec = get_spec(env_id)
+    if spec.shipped or spec.dataset is not None:
+        return buffer_path(spec.env_id)
+    path = cached_buffer_path(spec.env_id)
+    if not path.is_file():
+        from codeworld.envs.collection import CollectionConfig, collect_buffer
+
+        buffer = collect_buffer(spec.env_id, CollectionConfig(seed=0))
+        tmp = path.with_name(path.stem + f".tmp{os.getpid()}.npz")
+        save_buffer(buffer, tmp)
+        os.replace(sidecar_path(tmp), sidecar_path(path))
+        os.replace(tmp, path)
+    return path
 
 
 def paper_buffer_path(env_id: str, directory: Path | str | None = None) -> Path:
@@ -282,8 +327,8 @@ def paper_buffer_path(env_id: str, directory: Path | str | None = None) -> Path:
 
 
 def resolve_buffer(env_id: str, buffer: "ReplayBuffer | str | Path | None") -> "ReplayBuffer | Path":
-    """What a ``--buffer`` argument names: None for the committed buffer, ``"paper"`` for the
-    paper's, else a file (or an already loaded `ReplayBuffer`, returned as it is).
+    """What a ``--buffer`` argument names: None for the environment's default buffer
+    (`default_buffer`), ``"paper"`` for the paper's, else a file (or an already loaded `ReplayBuffer`, returned as it is).
 
     Raises:
         BufferError: ``"paper"`` for an environment the paper released no buffer for.
@@ -291,10 +336,10 @@ def resolve_buffer(env_id: str, buffer: "ReplayBuffer | str | Path | None") -> "
     if isinstance(buffer, ReplayBuffer):
         return buffer
     if buffer is None:
-        return buffer_path(env_id)
+        return default_buffer(env_id)
     if str(buffer) == PAPER:
         path = paper_buffer_path(env_id)
-        if not path.is_file():
+        if not get_spec(env_id).shipped or not path.is_file():
             raise BufferError(f"{get_spec(env_id).env_id}: the paper released no replay buffer for "
                               f"this environment (looked for {path})")
         return path

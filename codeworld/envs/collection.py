@@ -15,15 +15,14 @@ buffer, byte for byte.
 
 from __future__ import annotations
 
-import copy
 import platform
 from dataclasses import asdict, dataclass
-from typing import Any
 
 import numpy as np
 
 from codeworld.envs.buffers import ReplayBuffer, make_buffer
 from codeworld.envs.registry import EnvSpec, decode_action, encode_action, encode_obs, get_spec, make_env
+from codeworld.envs.simstate import SimState
 
 
 @dataclass(frozen=True)
@@ -49,42 +48,6 @@ class CollectionConfig:
     sequences_per_effort: int = 4
 
 
-# The attributes that hold a toy-text or classic-control simulator's mutable state (the rest, such
-# as Taxi's transition table, is fixed and too large to copy at every planning step).
-_STATE_ATTRIBUTES = ("s", "lastaction", "player", "dealer", "state", "steps_beyond_terminated",
-                     "last_u", "_np_random")
-
-
-class _SimSnapshot:
-    """Save and restore the state of a simulator for planning on the real environment.
-
-    MuJoCo: the whole ``MjData`` (positions, velocities, warm start, time). Others: the attributes
-    in `_STATE_ATTRIBUTES` that the env has, deep-copied (including its random generator).
-    """
-
-    def __init__(self, env):
-        self.env = env.unwrapped
-        self.mujoco = hasattr(self.env, "model") and hasattr(self.env, "data")
-
-    def save(self) -> Any:
-        if self.mujoco:
-            import mujoco
-
-            snapshot = mujoco.MjData(self.env.model)
-            mujoco.mj_copyData(snapshot, self.env.model, self.env.data)
-            return snapshot
-        return {k: copy.deepcopy(v) for k, v in vars(self.env).items() if k in _STATE_ATTRIBUTES}
-
-    def restore(self, saved: Any) -> None:
-        if self.mujoco:
-            import mujoco
-
-            mujoco.mj_copyData(self.env.data, self.env.model, saved)
-        else:
-            for key, value in saved.items():
-                setattr(self.env, key, copy.deepcopy(value))
-
-
 def _sample_actions(spec: EnvSpec, rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
     """Uniform random actions, float64 rows (a discrete action as one number, continuous as float32 values)."""
     if spec.discrete:
@@ -95,14 +58,22 @@ def _sample_actions(spec: EnvSpec, rng: np.random.Generator, shape: tuple[int, .
     return sample.astype(np.float32).astype(np.float64)
 
 
+def collection_state(spec: EnvSpec) -> SimState | None:
+    """How the collector's planner saves and restores the real simulator (None: it cannot)."""
+    if not spec.simulator:
+        return None
+    return spec.collect_state or spec.sim_state
+
+
 def _shooting_action(spec: EnvSpec, env, rng: np.random.Generator, n_sequences: int, horizon: int) -> np.ndarray:
     """The first action of the best of `n_sequences` random sequences rolled out on the real sim."""
-    snap = _SimSnapshot(env)
-    start = snap.save()
+    snap = collection_state(spec)
+    sim = env.unwrapped
+    start = snap.save(sim)
     sequences = _sample_actions(spec, rng, (n_sequences, horizon))
     best, best_return = 0, -np.inf
     for k in range(n_sequences):
-        snap.restore(start)
+        snap.restore(sim, start)
         total = 0.0
         for t in range(horizon):
             _, reward, terminated, _, _ = env.unwrapped.step(decode_action(spec.env_id, sequences[k, t]))
@@ -111,12 +82,15 @@ def _shooting_action(spec: EnvSpec, env, rng: np.random.Generator, n_sequences: 
                 break
         if total > best_return:
             best, best_return = k, total
-    snap.restore(start)
+    snap.restore(sim, start)
     return sequences[best, 0]
 
 
 def collect_buffer(env_id: str, config: CollectionConfig | None = None) -> ReplayBuffer:
     """Collect a replay buffer of `env_id` with the CWMB protocol (see the module docstring).
+
+    An environment whose simulator cannot be saved and restored gets random episodes only (the
+    planner needs to roll out from the current state); the sidecar says so.
 
     Returns:
         The buffer; its ``metadata`` is the sidecar record (versions, seed, protocol).
@@ -126,11 +100,12 @@ def collect_buffer(env_id: str, config: CollectionConfig | None = None) -> Repla
     config = config or CollectionConfig()
     spec = get_spec(env_id)
     env = make_env(spec.env_id)
+    can_plan = collection_state(spec) is not None
     rows: dict[str, list] = {k: [] for k in ("obs", "actions", "rewards", "next_obs", "terminated",
                                              "truncated", "episode_start")}
     policies = []
     for episode in range(config.episodes):
-        effort = episode - config.random_episodes + 1
+        effort = episode - config.random_episodes + 1 if can_plan else 0
         policies.append("random" if effort <= 0 else f"random_shooting(effort={effort})")
         obs, _ = env.reset(seed=config.seed * 1000 + episode)
         rng = np.random.default_rng([config.seed, episode])
@@ -160,6 +135,7 @@ def collect_buffer(env_id: str, config: CollectionConfig | None = None) -> Repla
         "env_id": spec.env_id,
         "paper_id": spec.paper_id,
         "gym_id": spec.gym_id,
+        **({"gym_kwargs": dict(spec.gym_kwargs)} if not spec.shipped and spec.gym_kwargs else {}),
         "versions": collection_versions(),
         "seed": config.seed,
         "protocol": {
@@ -168,6 +144,8 @@ def collect_buffer(env_id: str, config: CollectionConfig | None = None) -> Repla
             "planner": "random shooting on the true simulator: K = sequences_per_effort * effort "
                        "uniform random action sequences of length horizon, first action of the "
                        "best return",
+            **({} if can_plan else {"random_only": "the simulator's state cannot be saved and "
+                                   f"restored, so every episode is random ({spec.oracle_note})"}),
             "truncated": "set on the last step of an episode cut by Gymnasium's time limit or by "
                          "max_steps; never together with terminated",
         },

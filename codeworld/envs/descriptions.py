@@ -37,7 +37,7 @@ KEPT_SECTIONS = (
 
 DESCRIPTION_DIR = data_dir("descriptions")
 
-_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*$")
+_HEADING = re.compile(r"^ {0,3}(#{1,6})\s+(.*?)\s*$")  # CommonMark: up to 3 spaces before
 _MD_LINK = re.compile(r"\[([^\]]*)\]\((?:[^()]|\([^()]*\))*\)")
 _HTML_TAG = re.compile(r"<[^>]+>")
 _CITATION = re.compile(r"\s*\[\d+(?:,\s*\d+)*\]")
@@ -48,13 +48,16 @@ def _docstring_class(spec: EnvSpec) -> tuple[type, str]:
     """The Gymnasium class whose docstring describes `spec`, and a note when it is a v5 stand-in."""
     import gymnasium as gym
 
-    module_name, class_name = gym.spec(spec.gym_id).entry_point.split(":")
+    entry_point = gym.spec(spec.gym_id).entry_point
+    if callable(entry_point):  # registered with the class (or a factory) itself
+        return entry_point, ""
+    module_name, class_name = entry_point.split(":")
     cls = getattr(importlib.import_module(module_name), class_name)
     note = ""
     if not (cls.__doc__ or "").strip() and module_name.endswith("_v4"):
         cls = getattr(importlib.import_module(module_name[:-3] + "_v5"), class_name)
         note = "(From the documentation of the v5 version of this environment.)"
-    if spec.gym_id != spec.env_id:
+    if spec.shipped and spec.gym_id != spec.env_id:
         note = (f"(From the documentation of {spec.gym_id}, which codeworld runs as {spec.env_id}; "
                 "the observation, actions and reward terms are the same.)")
     return cls, note
@@ -97,13 +100,15 @@ def _sections(doc: str) -> list[tuple[str, str]]:
 
 def contract_note(spec: EnvSpec) -> str:
     """The fixed note on the world-model contract and the state/action encoding of `spec`."""
-    if spec.discrete:
+    if spec.action_doc:
+        action = spec.action_doc
+    elif spec.discrete:
         action = f"an int in 0..{spec.n_actions - 1}"
     else:
         action = (f"a 1-D float64 numpy array of {spec.action_dim} values in "
                   f"[{min(spec.action_low):g}, {max(spec.action_high):g}]")
-    if spec.env_id == "Blackjack-v1":
-        state = "3 numbers (player_sum, dealer_card, usable_ace)"
+    if spec.state_doc:
+        state = spec.state_doc
     elif spec.obs_dim == 1:
         state = "1 number (the discrete observation)"
     else:
@@ -118,20 +123,41 @@ def contract_note(spec: EnvSpec) -> str:
     )
 
 
+def _spaces_text(spec: EnvSpec) -> str:
+    """What the spaces say, for an environment whose documentation says nothing."""
+    if spec.discrete:
+        actions = f"{spec.n_actions} discrete actions"
+    else:
+        actions = (f"a vector of {spec.action_dim} values between {list(spec.action_low)} and "
+                   f"{list(spec.action_high)}")
+    return (f"No documentation was found for this environment.\n\nObservation: {spec.obs_dim} "
+            f"numbers. Actions: {actions}.")
+
+
 def describe(env_id: str, contract: bool = True) -> str:
-    """The description of a CWMB environment, built from the installed Gymnasium docstring.
+    """The description of an environment: the spec's own (a user's file, a dataset's), else built
+    from the installed Gymnasium docstring, cleaned as for CWMB.
 
     Args:
-        env_id: codeworld's or the paper's id.
+        env_id: any id `get_spec` accepts.
         contract: append the note on the world-model contract.
     """
     spec = get_spec(env_id)
+    if spec.description is not None:
+        text = spec.description.strip()
+        if contract:
+            text += "\n\n" + contract_note(spec)
+        return text + "\n"
+    if not spec.simulator:
+        raise ValueError(f"{spec.env_id}: a logged dataset needs a description (--description FILE.md)")
     cls, note = _docstring_class(spec)
     parts = [f"# {spec.env_id}"]
     if note:
         parts.append(note)
+    if not inspect.cleandoc(cls.__doc__ or "").strip():
+        parts.append(_spaces_text(spec))
     for title, body in _sections(cls.__doc__ or ""):
-        body = _clean(body)
+        body = _clean(inspect.cleandoc(body) if not spec.shipped else body)
         if not body:
             continue
         if title == "":
@@ -145,7 +171,9 @@ def describe(env_id: str, contract: bool = True) -> str:
 
 def description_path(env_id: str, directory: Path | str | None = None) -> Path:
     """Where the reviewable copy of an environment's description lives."""
-    return Path(directory or DESCRIPTION_DIR) / f"{get_spec(env_id).env_id}.md"
+    from codeworld.envs.derive import safe_name
+
+    return Path(directory or DESCRIPTION_DIR) / f"{safe_name(get_spec(env_id).env_id)}.md"
 
 
 def write_descriptions(directory: Path | str | None = None, env_ids: list[str] | None = None) -> list[Path]:

@@ -1,9 +1,17 @@
-"""The registry of the 18 CWMB environments (Dainese et al., NeurIPS 2024) on Gymnasium 1.4, and RTFM.
+"""Environment specs: the registry of the 18 CWMB environments (Dainese et al., NeurIPS 2024) on
+Gymnasium 1.4 and RTFM, and the lookup of every other environment.
 
 Each environment has one frozen `EnvSpec`: its ids (codeworld's and the paper's), how its actions
 and observations look, how observations are flattened into the float64 state a world model sees,
-the tolerances the sound scorer compares with, the planner that acts in it, and how to put the true
-simulator into the state an observation describes (where the observation determines it).
+the tolerances the sound scorer compares with, the planner that acts in it, how to save and restore
+its simulator (the oracle; `codeworld.envs.simstate`) and how to put the true simulator into the
+state an observation describes (the ceiling), or why either cannot be done. Nothing outside this
+package asks which environment it has: it asks the spec.
+
+`get_spec` knows, besides the registry, any Gymnasium id (``[module:]Id[,key=value...]``; its spec
+is derived from its spaces, `codeworld.envs.derive`), logged data (``data:FILE.npz``,
+``minari:DATASET``; `codeworld.envs.datasets`) and specs registered at run time (`register_env`,
+`register_spec`). A CWMB id always means the CWMB environment.
 
 Observation encoding (`encode_obs`): a ``Discrete`` observation becomes one number, Blackjack's
 ``(player_sum, dealer_card, usable_ace)`` tuple becomes three, a ``Box`` observation is flattened
@@ -42,10 +50,13 @@ import importlib
 import math
 import sys
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 import numpy as np
+
+from codeworld.envs import simstate
+from codeworld.envs.simstate import SimState
 
 DISCRETE = "discrete"
 CONTINUOUS = "continuous"
@@ -68,7 +79,7 @@ class UnknownEnvError(KeyError):
 
 @dataclass(frozen=True)
 class EnvSpec:
-    """Everything codeworld needs to know about one CWMB environment.
+    """Everything codeworld needs to know about one environment (CWMB, derived, or logged data).
 
     Attributes:
         env_id: codeworld's id (Gymnasium 1.4 naming), e.g. ``"Taxi-v4"``.
@@ -95,6 +106,27 @@ class EnvSpec:
         gym_kwargs: keyword arguments always passed to ``gymnasium.make``.
         module: the module that registers the environment with Gymnasium, imported on first use
             (None for Gymnasium's own environments).
+        sim_state: how to save and restore the simulator (`codeworld.envs.simstate`), which the
+            oracle plans with; None when it cannot be (see `no_oracle_reason`).
+        collect_state: how the collector's planner saves and restores the real simulator (default:
+            `sim_state`; the CWMB entries keep the attribute copy their committed buffers used).
+        no_oracle_reason: why there is no oracle, when there is none.
+        no_ceiling_reason: why there is no ceiling (no `state_setter`), when there is none.
+        obs_encoder: ``obs -> list of floats`` for a space the default flattening does not cover
+            (a Dict, a Tuple of Boxes); None: tuples as numbers, anything else flattened.
+        action_decoder: ``stored action row -> the env's action``; None: an int for discrete
+            actions, a float32 vector for continuous ones.
+        state_names: a name for each number of the state (for the prompts), or empty.
+        state_doc: how the state's numbers read, for the world-model contract ("" : the default).
+        action_doc: how a discrete action reads, for the contract ("" : the default).
+        group: the benchmark group (``"discrete"``, ``"continuous"``, or its own, as RTFM's);
+            "" means the action kind.
+        description: the description given to the LLM, when it is not built from the Gymnasium
+            docstring (a user's file, or a logged dataset's).
+        simulator: whether there is an environment to act in (False for logged data).
+        dataset: the file of a logged dataset's transitions (its default buffer).
+        shipped: whether codeworld ships this environment's buffer (the CWMB entries); others are
+            collected on demand into the user cache.
     """
 
     env_id: str
@@ -118,6 +150,20 @@ class EnvSpec:
     state_setter: StateSetter | None = field(default=None, repr=False, compare=False)
     gym_kwargs: tuple[tuple[str, Any], ...] = ()
     module: str | None = None
+    sim_state: SimState | None = field(default=None, repr=False, compare=False)
+    collect_state: SimState | None = field(default=None, repr=False, compare=False)
+    no_oracle_reason: str = ""
+    no_ceiling_reason: str = ""
+    obs_encoder: Callable[[Any], Any] | None = field(default=None, repr=False, compare=False)
+    action_decoder: Callable[[np.ndarray], Any] | None = field(default=None, repr=False, compare=False)
+    state_names: tuple[str, ...] = ()
+    state_doc: str = ""
+    action_doc: str = ""
+    group: str = ""
+    description: str | None = field(default=None, repr=False)
+    simulator: bool = True
+    dataset: str | None = None
+    shipped: bool = False
 
     @property
     def discrete(self) -> bool:
@@ -127,7 +173,40 @@ class EnvSpec:
     @property
     def settable(self) -> bool:
         """True when the true simulator can be set from an observation (a ceiling exists)."""
-        return self.state_setter is not None
+        return self.simulator and self.state_setter is not None
+
+    @property
+    def has_oracle(self) -> bool:
+        """True when the simulator can be saved and restored (the oracle planner exists)."""
+        return self.simulator and self.sim_state is not None
+
+    @property
+    def ceiling_note(self) -> str:
+        """Why there is no ceiling ("" when there is one)."""
+        if self.settable:
+            return ""
+        if not self.simulator:
+            return "no simulator: the environment is a logged dataset"
+        return self.no_ceiling_reason or "the simulator cannot be set from an observation"
+
+    @property
+    def oracle_note(self) -> str:
+        """Why there is no oracle ("" when there is one)."""
+        if self.has_oracle:
+            return ""
+        if not self.simulator:
+            return "no simulator: the environment is a logged dataset"
+        return self.no_oracle_reason or "the simulator cannot be saved and restored"
+
+    @property
+    def benchmark_group(self) -> str:
+        """The group results are averaged over: `group`, or the action kind."""
+        return self.group or self.action_kind
+
+    @property
+    def discrete_state(self) -> bool:
+        """True when states compare exactly (integer-valued observations)."""
+        return self.state_atol == 0 and self.state_rtol == 0
 
     def set_state_from_obs(self, env, obs: np.ndarray) -> None:
         """Put the simulator of `env` into the state `obs` describes (see `set_state_from_obs`)."""
@@ -185,7 +264,7 @@ def _reset_mujoco(env) -> tuple[np.ndarray, np.ndarray]:
     return np.zeros(env.model.nq), np.zeros(env.model.nv)
 
 
-def _mujoco_setter(n_excluded: int) -> StateSetter:
+def mujoco_setter(n_excluded: int) -> StateSetter:
     """Setter for observations that start with ``qpos[n_excluded:]`` then ``qvel``."""
 
     def setter(env, obs: np.ndarray) -> None:
@@ -242,18 +321,25 @@ def _set_rtfm(env, obs: np.ndarray) -> None:
 # ---------------------------------------------------------------------------------------------
 
 # Tolerances (see the module docstring for why).
-_EXACT = dict(state_atol=0.0, state_rtol=0.0, reward_atol=0.0, reward_rtol=0.0)
-_FLOAT32 = dict(state_atol=1e-4, state_rtol=1e-4, reward_atol=1e-4, reward_rtol=1e-4)
-_FLOAT64_SIM = dict(state_atol=1e-6, state_rtol=1e-6, reward_atol=1e-6, reward_rtol=1e-6)
+EXACT = dict(state_atol=0.0, state_rtol=0.0, reward_atol=0.0, reward_rtol=0.0)
+FLOAT32 = dict(state_atol=1e-4, state_rtol=1e-4, reward_atol=1e-4, reward_rtol=1e-4)
+FLOAT64_SIM = dict(state_atol=1e-6, state_rtol=1e-6, reward_atol=1e-6, reward_rtol=1e-6)
+_EXACT, _FLOAT32, _FLOAT64_SIM = EXACT, FLOAT32, FLOAT64_SIM
+
+# How the oracle saves and restores each family's simulator.
+_FAMILY_SIM_STATES = {TOY_TEXT: simstate.TOY_TEXT, CLASSIC_CONTROL: simstate.CLASSIC_CONTROL,
+                      MUJOCO: simstate.MUJOCO}
 
 
 def _discrete(env_id, paper_id, family, n_actions, obs_dim, tol, setter, max_steps,
-              paper_exact=False, stochastic=False, gym_kwargs=(), module=None) -> EnvSpec:
+              paper_exact=False, stochastic=False, gym_kwargs=(), module=None, **extra) -> EnvSpec:
+    extra.setdefault("sim_state", _FAMILY_SIM_STATES[family])
     return EnvSpec(
         env_id=env_id, paper_id=paper_id, gym_id=env_id, family=family, action_kind=DISCRETE,
         n_actions=n_actions, action_low=(), action_high=(), obs_dim=obs_dim, action_dim=1,
         planner=MCTS, paper_exact=paper_exact, max_episode_steps=max_steps, stochastic=stochastic,
-        state_setter=setter, gym_kwargs=tuple(gym_kwargs), module=module, **tol,
+        state_setter=setter, gym_kwargs=tuple(gym_kwargs), module=module,
+        collect_state=simstate.ATTRIBUTE_COPY, shipped=True, **extra, **tol,
     )
 
 
@@ -264,14 +350,18 @@ def _continuous(env_id, family, low, high, obs_dim, tol, setter, max_steps, gym_
         env_id=env_id, paper_id=env_id, gym_id=gym_id or env_id, family=family,
         action_kind=CONTINUOUS, n_actions=0, action_low=low, action_high=high, obs_dim=obs_dim,
         action_dim=len(low), planner=CEM, paper_exact=False, max_episode_steps=max_steps,
-        state_setter=setter, **tol,
+        state_setter=setter, sim_state=_FAMILY_SIM_STATES[family],
+        collect_state=simstate.ATTRIBUTE_COPY, shipped=True, **tol,
     )
 
 
 _SPECS: tuple[EnvSpec, ...] = (
     # Toy text: MCTS, exact comparison.
     _discrete("Blackjack-v1", "Blackjack-v1", TOY_TEXT, 2, 3, _EXACT, None, None,
-              paper_exact=True, stochastic=True, gym_kwargs=(("sab", True),)),
+              paper_exact=True, stochastic=True, gym_kwargs=(("sab", True),), sim_state=None,
+              no_oracle_reason="Blackjack has no oracle: its next state depends on random card draws",
+              no_ceiling_reason="the observation does not determine the cards",
+              state_doc="3 numbers (player_sum, dealer_card, usable_ace)"),
     _discrete("CliffWalking-v1", "CliffWalking-v0", TOY_TEXT, 4, 1, _EXACT, _set_discrete_index,
               None, paper_exact=True),
     _discrete("Taxi-v4", "Taxi-v3", TOY_TEXT, 6, 1, _EXACT, _set_discrete_index, 200,
@@ -286,31 +376,36 @@ _SPECS: tuple[EnvSpec, ...] = (
     _continuous("Reacher-v4", MUJOCO, [-1.0] * 2, [1.0] * 2, 11, _FLOAT64_SIM, _set_reacher, 50),
     _continuous("Pusher-v4", MUJOCO, [-2.0] * 7, [2.0] * 7, 23, _FLOAT64_SIM, _set_pusher, 100,
                 gym_id="Pusher-v5"),
-    _continuous("InvertedPendulum-v4", MUJOCO, [-3.0], [3.0], 4, _FLOAT64_SIM, _mujoco_setter(0),
+    _continuous("InvertedPendulum-v4", MUJOCO, [-3.0], [3.0], 4, _FLOAT64_SIM, mujoco_setter(0),
                 1000),
     _continuous("InvertedDoublePendulum-v4", MUJOCO, [-1.0], [1.0], 11, _FLOAT64_SIM,
                 _set_inverted_double_pendulum, 1000),
     _continuous("HalfCheetah-v4", MUJOCO, [-1.0] * 6, [1.0] * 6, 17, _FLOAT64_SIM,
-                _mujoco_setter(1), 1000),
-    _continuous("Hopper-v4", MUJOCO, [-1.0] * 3, [1.0] * 3, 11, _FLOAT64_SIM, _mujoco_setter(1),
+                mujoco_setter(1), 1000),
+    _continuous("Hopper-v4", MUJOCO, [-1.0] * 3, [1.0] * 3, 11, _FLOAT64_SIM, mujoco_setter(1),
                 1000),
-    _continuous("Swimmer-v4", MUJOCO, [-1.0] * 2, [1.0] * 2, 8, _FLOAT64_SIM, _mujoco_setter(2),
+    _continuous("Swimmer-v4", MUJOCO, [-1.0] * 2, [1.0] * 2, 8, _FLOAT64_SIM, mujoco_setter(2),
                 1000),
-    _continuous("Walker2d-v4", MUJOCO, [-1.0] * 6, [1.0] * 6, 17, _FLOAT64_SIM, _mujoco_setter(1),
+    _continuous("Walker2d-v4", MUJOCO, [-1.0] * 6, [1.0] * 6, 17, _FLOAT64_SIM, mujoco_setter(1),
                 1000),
-    _continuous("Ant-v4", MUJOCO, [-1.0] * 8, [1.0] * 8, 27, _FLOAT64_SIM, _mujoco_setter(2), 1000),
+    _continuous("Ant-v4", MUJOCO, [-1.0] * 8, [1.0] * 8, 27, _FLOAT64_SIM, mujoco_setter(2), 1000),
     _continuous("Humanoid-v4", MUJOCO, [-0.4] * 17, [0.4] * 17, 376, _FLOAT64_SIM,
-                _mujoco_setter(2), 1000),
+                mujoco_setter(2), 1000),
     _continuous("HumanoidStandup-v4", MUJOCO, [-0.4] * 17, [0.4] * 17, 376, _FLOAT64_SIM,
-                _mujoco_setter(2), 1000),
+                mujoco_setter(2), 1000),
     # codeworld's RTFM: a grid game whose whole state is one integer, like Taxi's.
     _discrete("RTFM-v0", "RTFM", TOY_TEXT, 5, 16, _EXACT, _set_rtfm, 100, paper_exact=True,
-              module="codeworld.envs.rtfm"),
+              module="codeworld.envs.rtfm", group="rtfm"),
 )
 EXTRA_ENVS = ("RTFM-v0",)
 
 REGISTRY: dict[str, EnvSpec] = {spec.env_id: spec for spec in _SPECS}
 ALIASES: dict[str, str] = {spec.paper_id: spec.env_id for spec in _SPECS if spec.paper_id != spec.env_id}
+# Specs made at run time: registered (`register_env`) or derived from a Gymnasium id or a dataset
+# on first use; looked up by their id like the registry's.
+_RUNTIME: dict[str, EnvSpec] = {}
+# Prefixes of ids that name logged data instead of a Gymnasium environment.
+DATA_PREFIXES = ("data:", "minari:")
 
 
 def list_envs(include_rtfm: bool = False) -> list[str]:
@@ -318,48 +413,100 @@ def list_envs(include_rtfm: bool = False) -> list[str]:
     return [e for e in REGISTRY if include_rtfm or e not in EXTRA_ENVS]
 
 
-def resolve_env_id(env_id: str) -> str:
-    """codeworld's id for `env_id` (which may be the paper's id). Raises `UnknownEnvError`."""
-    if env_id in REGISTRY:
-        return env_id
-    if env_id in ALIASES:
-        return ALIASES[env_id]
+def _unknown(env_id: str, detail: str | None = None) -> UnknownEnvError:
     known = list(REGISTRY) + list(ALIASES)
     close = difflib.get_close_matches(env_id, known, n=3, cutoff=0.5)
     if not close:
         lowered = env_id.lower().split("-")[0]
         close = [k for k in REGISTRY if lowered and lowered in k.lower()][:3]
     hint = f"; did you mean {', '.join(close)}?" if close else ""
-    raise UnknownEnvError(
-        f"unknown CWMB environment {env_id!r}{hint} (known: {', '.join(REGISTRY)})"
+    extra = f" ({detail})" if detail else ""
+    return UnknownEnvError(
+        f"unknown CWMB environment or Gymnasium id {env_id!r}{extra}{hint} (CWMB: {', '.join(REGISTRY)}; "
+        "any id gymnasium.make knows works too, as module:EnvId for one registered by a module)"
     )
 
 
-def get_spec(env_id: str) -> EnvSpec:
-    """The spec of a CWMB environment, by codeworld's id or the paper's.
+def resolve_env_id(env_id: str) -> str:
+    """codeworld's id for `env_id` (a CWMB id, the paper's, or any other environment's canonical id).
 
     Raises:
-        UnknownEnvError: (a KeyError) naming close matches, for an id that is not registered.
+        UnknownEnvError: neither the registry nor Gymnasium knows it.
     """
-    spec = REGISTRY[resolve_env_id(env_id)]
-    if spec.module is not None and spec.module not in sys.modules:
-        importlib.import_module(spec.module)
+    return get_spec(env_id).env_id
+
+
+def get_spec(env_id: "str | EnvSpec") -> EnvSpec:
+    """The spec of an environment: a CWMB id (codeworld's or the paper's), a registered or
+    Gymnasium id (``[module:]Id[,key=value...]``, see `codeworld.envs.derive`), or logged data
+    (``data:FILE.npz``, ``minari:DATASET``, see `codeworld.envs.datasets`).
+
+    Raises:
+        UnknownEnvError: (a KeyError) naming close matches, for an id nobody knows.
+        UnsupportedSpaceError: (a ValueError) an environment whose spaces cannot be encoded.
+    """
+    if isinstance(env_id, EnvSpec):
+        return env_id
+    spec = REGISTRY.get(env_id) or REGISTRY.get(ALIASES.get(env_id, ""))
+    if spec is not None:
+        if spec.module is not None and spec.module not in sys.modules:
+            importlib.import_module(spec.module)
+        return spec
+    spec = _RUNTIME.get(env_id)
+    if spec is not None:
+        return spec
+    if env_id.startswith(DATA_PREFIXES):
+        from codeworld.envs.datasets import dataset_spec
+
+        spec = dataset_spec(env_id)
+    else:
+        from codeworld.envs.derive import canonical_id, derive_spec
+
+        canonical = canonical_id(env_id)
+        if canonical in _RUNTIME:
+            spec = _RUNTIME[canonical]
+        else:
+            try:
+                spec = derive_spec(env_id)
+            except UnknownEnvError as exc:
+                raise _unknown(env_id, exc.args[0] if exc.args else None) from None
+    _RUNTIME[spec.env_id] = spec
+    _RUNTIME[env_id] = spec
+    return spec
+
+
+def register_spec(spec: EnvSpec) -> EnvSpec:
+    """Make `spec` what `get_spec(spec.env_id)` returns in this process (over a derived one).
+
+    Raises:
+        ValueError: `spec.env_id` is a CWMB id (those keep meaning the CWMB environments).
+    """
+    if spec.env_id in REGISTRY or spec.env_id in ALIASES:
+        raise ValueError(f"{spec.env_id} is a CWMB environment; register yours under another id")
+    for key in [k for k, v in _RUNTIME.items() if v.env_id == spec.env_id]:
+        del _RUNTIME[key]
+    _RUNTIME[spec.env_id] = spec
     return spec
 
 
 def make_env(env_id: str, **kwargs: Any):
-    """Make the Gymnasium environment of a CWMB id (with Gymnasium's usual wrappers).
+    """Make the Gymnasium environment of an id (with Gymnasium's usual wrappers).
 
     Gymnasium's deprecation notice for the ``-v4`` MuJoCo versions is silenced: the paper used
     them on purpose.
 
     Args:
-        env_id: codeworld's or the paper's id.
+        env_id: any id `get_spec` accepts that has a simulator.
         **kwargs: passed to ``gymnasium.make`` (over the spec's fixed keyword arguments).
+
+    Raises:
+        ValueError: the environment is logged data, with no simulator.
     """
     import gymnasium as gym
 
     spec = get_spec(env_id)
+    if not spec.simulator:
+        raise ValueError(f"{spec.env_id}: {spec.oracle_note}; this needs an environment to act in")
     options = dict(spec.gym_kwargs)
     options.update(kwargs)
     with warnings.catch_warnings():
@@ -371,7 +518,9 @@ def make_env(env_id: str, **kwargs: Any):
 def encode_obs(env_id: str, obs: Any) -> np.ndarray:
     """A Gymnasium observation of `env_id` as the flat float64 state a world model sees."""
     spec = get_spec(env_id)
-    if isinstance(obs, tuple):
+    if spec.obs_encoder is not None:
+        flat = np.asarray(spec.obs_encoder(obs), dtype=np.float64).reshape(-1)
+    elif isinstance(obs, tuple):
         flat = np.array([float(x) for x in obs], dtype=np.float64)
     else:
         flat = np.asarray(obs, dtype=np.float64).reshape(-1)
@@ -394,9 +543,13 @@ def decode_action(env_id: str, action: np.ndarray) -> Any:
 
     Continuous actions go to the simulator as float32, the dtype of every CWMB action box: the
     collected actions are float32 values (stored exactly as float64), and Gymnasium computes some
-    rewards in the action's dtype, so float32 reproduces the recorded rewards bit for bit.
+    rewards in the action's dtype, so float32 reproduces the recorded rewards bit for bit. An
+    environment with its own action encoding (a joint discrete action, a Box of another dtype or
+    shape) decodes with its spec's `action_decoder`.
     """
     spec = get_spec(env_id)
+    if spec.action_decoder is not None:
+        return spec.action_decoder(np.asarray(action, dtype=np.float64).reshape(-1))
     if spec.discrete:
         return int(round(float(np.asarray(action).reshape(-1)[0])))
     return np.asarray(action, dtype=np.float32).reshape(-1).copy()
@@ -410,7 +563,8 @@ def set_state_from_obs(env, env_id: str, obs: np.ndarray) -> None:
     """
     spec = get_spec(env_id)
     if spec.state_setter is None:
-        raise ValueError(f"{spec.env_id}: the simulator cannot be set from an observation")
+        raise ValueError(f"{spec.env_id}: the simulator cannot be set from an observation "
+                         f"({spec.ceiling_note})")
     spec.state_setter(env.unwrapped, np.asarray(obs, dtype=np.float64).reshape(-1))
 
 
@@ -424,3 +578,43 @@ def step_from_obs(env, env_id: str, obs: np.ndarray, action: np.ndarray) -> tupl
         warnings.simplefilter("ignore")  # classic control warns when stepped after termination
         next_obs, reward, terminated, _truncated, _info = env.unwrapped.step(decode_action(env_id, action))
     return encode_obs(env_id, next_obs), float(reward), bool(terminated)
+
+
+def env_spec(env_id: str, **kwargs: Any) -> EnvSpec:
+    """The spec of `env_id` made with keyword arguments, e.g. ``env_spec("FrozenLake-v1",
+    is_slippery=False)`` (the same as ``get_spec("FrozenLake-v1,is_slippery=false")``)."""
+    from codeworld.envs.derive import canonical_id
+
+    if not kwargs:
+        return get_spec(env_id)
+    return get_spec(canonical_id(env_id, kwargs))
+
+
+def register_env(env_id: str, entry_point: Any = None, *, kwargs: dict[str, Any] | None = None,
+                 description: str | None = None, max_episode_steps: int | None = None) -> EnvSpec:
+    """Make an environment known to codeworld (and to Gymnasium) in this process.
+
+    Args:
+        env_id: its Gymnasium id (``module:EnvId`` imports the module that registers it).
+        entry_point: the environment class or ``"module:Class"``; registered with Gymnasium under
+            `env_id` when Gymnasium does not know the id yet.
+        kwargs: keyword arguments it is made with (they become part of its codeworld id).
+        description: the description for the LLM (default: the class docstring, cleaned).
+        max_episode_steps: Gymnasium's time limit, when registering it.
+
+    Returns:
+        Its spec; ``spec.env_id`` is the id every command and function takes.
+    """
+    import gymnasium as gym
+
+    from codeworld.envs.derive import split_id, split_module
+
+    name, _ = split_id(env_id)
+    if entry_point is not None:
+        _module, gym_id = split_module(name)
+        if gym_id not in gym.registry:
+            gym.register(id=gym_id, entry_point=entry_point, max_episode_steps=max_episode_steps)
+    spec = env_spec(env_id, **(kwargs or {}))
+    if description is not None:
+        spec = register_spec(replace(spec, description=description))
+    return spec

@@ -214,16 +214,10 @@ def run_random(env_id: str, episodes: int = 10, seed: int = 0, max_steps: int | 
     return _run_episodes("random", env_id, episodes, seed, max_steps, decide, on_episode, progress)
 
 
-def _to_env_action(spec, action):
-    if spec.discrete:
-        return int(action)
-    return np.asarray(action, dtype=np.float32)
-
-
 def run_oracle(env_id: str, config=None, episodes: int = 10, seed: int = 0, max_steps: int | None = None,
                progress: Progress | None = None) -> ReturnStats:
     """Returns of the planner using the true simulator as its model (restored per simulated step)."""
-    from codeworld.envs import get_spec
+    from codeworld.envs import decode_action, get_spec
     from codeworld.planning.oracle import OracleModel
 
     spec = get_spec(env_id)
@@ -236,7 +230,7 @@ def run_oracle(env_id: str, config=None, episodes: int = 10, seed: int = 0, max_
             if t == 0:
                 planner.reset()
             actions = planner.act(access, oracle.state_of(env), decision_seed(seed, episode, t))
-            return [_to_env_action(spec, a) for a in actions]
+            return [decode_action(spec.env_id, a) for a in actions]
 
         stats = _run_episodes("oracle", spec.env_id, episodes, seed, max_steps, decide, None, progress)
     finally:
@@ -253,7 +247,7 @@ def run_model(env_id: str, source: str, config=None, episodes: int = 10, seed: i
     A model that fails to load, raises, returns something outside the contract, or takes longer
     than `decision_timeout_s` for one decision ends the run with that sandbox status and message.
     """
-    from codeworld.envs import encode_obs, get_spec
+    from codeworld.envs import decode_action, encode_obs, get_spec
     from codeworld.sandbox import ModelWorker, SandboxLimits
 
     spec = get_spec(env_id)
@@ -282,7 +276,7 @@ def run_model(env_id: str, source: str, config=None, episodes: int = 10, seed: i
                 where = f"episode {episode}, step {t}"
                 raise _Stop(result.status, f"the model failed while planning ({where}): {result.summary()}")
             model_steps += int(result.value["model_steps"])
-            return [_to_env_action(spec, a) for a in result.value["actions"]]
+            return [decode_action(spec.env_id, a) for a in result.value["actions"]]
 
         stats = _run_episodes("model", spec.env_id, episodes, seed, max_steps, decide, None, progress)
     finally:
@@ -315,7 +309,10 @@ def _cache_key(policy: str, env_id: str, config: dict | None, episodes: int, see
 
 def _cached(policy: str, env_id: str, config: dict | None, episodes: int, seed: int, max_steps: int | None,
             use_cache: bool, compute: Callable[[], ReturnStats]) -> ReturnStats:
-    path = cache_dir() / f"{env_id}-{policy}-{_cache_key(policy, env_id, config, episodes, seed, max_steps)}.json"
+    from codeworld.envs.derive import safe_name
+
+    key = _cache_key(policy, env_id, config, episodes, seed, max_steps)
+    path = cache_dir() / f"{safe_name(env_id)}-{policy}-{key}.json"
     if use_cache and path.exists():
         data = json.loads(path.read_text())
         data.pop("mean", None)
@@ -360,6 +357,9 @@ def evaluate(env_id: str, source: str | None = None, config=None, *, episodes: i
     from codeworld.planning.oracle import OracleUnavailable
 
     spec = get_spec(env_id)
+    if not spec.simulator:
+        raise ValueError(f"{spec.env_id} is logged data without a simulator: planning needs an "
+                         "environment to act in (name a Gymnasium id instead)")
     config = config or make_config(spec.planner)
     cfg = config_to_dict(config)
     unknown = set(policies) - set(POLICIES)

@@ -6,79 +6,31 @@ The planner's state for the oracle is the simulator's own state vector (not the 
 * toy text: the state index ``env.unwrapped.s`` (Taxi, CliffWalking);
 * MuJoCo: the integration state of ``mj_getState`` (time, qpos, qvel, actuator activations,
   the warm start of the constraint solver, controls), restored with ``mj_setState`` and
-  ``mj_forward``: no deep copies.
+  ``mj_forward``: no deep copies;
+* any other environment whose state can be saved and restored only as a whole: a deep copy, kept
+  by the oracle, whose planner state is the copy's index (`codeworld.envs.simstate.DEEP_COPY`).
 
-`SIM_STATES` maps a family to its save/restore pair. Blackjack has no oracle here: its next state
-depends on cards drawn from the env's random generator.
+The spec of each environment says which of these applies (`EnvSpec.sim_state`), or why none does
+(`EnvSpec.oracle_note`: Blackjack's next state depends on cards drawn from the env's random
+generator; logged data has no simulator).
 """
 
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
-
-@dataclass(frozen=True)
-class SimState:
-    """How to save and restore one family of simulators as a float64 vector.
-
-    Attributes:
-        save: ``save(unwrapped_env) -> np.ndarray``.
-        restore: ``restore(unwrapped_env, vector)``.
-    """
-
-    save: Callable[[Any], np.ndarray]
-    restore: Callable[[Any, np.ndarray], None]
+from codeworld.envs import simstate
+from codeworld.envs.simstate import SimState
 
 
-def _save_classic(env) -> np.ndarray:
-    return np.array(env.state, dtype=np.float64).ravel()
-
-
-def _restore_classic(env, vector: np.ndarray) -> None:
-    env.state = np.array(vector, dtype=np.float64)
-    if hasattr(env, "steps_beyond_terminated"):  # CartPole warns when stepped after termination
-        env.steps_beyond_terminated = None
-
-
-def _save_toy_text(env) -> np.ndarray:
-    return np.array([float(env.s)])
-
-
-def _restore_toy_text(env, vector: np.ndarray) -> None:
-    env.s = int(round(float(vector[0])))
-    env.lastaction = None
-
-
-def _mujoco_spec():
-    import mujoco
-
-    return mujoco.mjtState.mjSTATE_INTEGRATION
-
-
-def _save_mujoco(env) -> np.ndarray:
-    import mujoco
-
-    spec = _mujoco_spec()
-    out = np.empty(mujoco.mj_stateSize(env.model, spec))
-    mujoco.mj_getState(env.model, env.data, out, spec)
-    return out
-
-
-def _restore_mujoco(env, vector: np.ndarray) -> None:
-    import mujoco
-
-    mujoco.mj_setState(env.model, env.data, np.ascontiguousarray(vector, dtype=np.float64), _mujoco_spec())
-    mujoco.mj_forward(env.model, env.data)
-
-
+# The mechanisms live with the environment specs; the names stay importable from here.
 SIM_STATES: dict[str, SimState] = {
-    "classic_control": SimState(_save_classic, _restore_classic),
-    "toy_text": SimState(_save_toy_text, _restore_toy_text),
-    "mujoco": SimState(_save_mujoco, _restore_mujoco),
+    "classic_control": simstate.CLASSIC_CONTROL,
+    "toy_text": simstate.TOY_TEXT,
+    "mujoco": simstate.MUJOCO,
 }
 
 
@@ -87,29 +39,55 @@ class OracleUnavailable(ValueError):
 
 
 class OracleModel:
-    """The true simulator of a CWMB environment behind a batched step (in the parent: it is trusted).
+    """The true simulator of an environment behind a batched step (in the parent: it is trusted).
 
     Args:
-        env_id: the CWMB environment.
+        env_id: the environment.
+
+    Raises:
+        OracleUnavailable: its simulator cannot be saved and restored (the message says why).
     """
 
     def __init__(self, env_id: str):
         from codeworld.envs import get_spec, make_env
 
         self.spec = get_spec(env_id)
-        if self.spec.env_id.startswith("Blackjack"):
-            raise OracleUnavailable("Blackjack has no oracle: its next state depends on random card draws")
-        if self.spec.family not in SIM_STATES:
-            raise OracleUnavailable(f"{self.spec.env_id}: no way to save and restore a {self.spec.family} simulator")
-        self.sim_state = SIM_STATES[self.spec.family]
+        if not self.spec.has_oracle:
+            raise OracleUnavailable(self.spec.oracle_note)
+        self.sim_state: SimState = self.spec.sim_state
+        # A mechanism whose saved state is not a vector (a deep copy): the planner's state is the
+        # index of the saved object here.
+        self._saved: list[Any] | None = None if self.sim_state.vector else []
         self.env = make_env(self.spec.env_id)
         self.env.reset(seed=0)
         self.sim = self.env.unwrapped
         self.steps = 0
+        # A stochastic simulator restored with its random generator would replay the real env's
+        # next draws (a clairvoyant oracle): it gets fresh ones from here at every simulated step.
+        self._rng = np.random.default_rng(0) if self.spec.stochastic else None
+
+    def _save(self, env) -> np.ndarray:
+        state = self.sim_state.save(env)
+        if self._saved is None:
+            return state
+        self._saved.append(state)
+        return np.array([float(len(self._saved) - 1)])
+
+    def _restore(self, vector: np.ndarray) -> None:
+        if self._saved is None:
+            self.sim_state.restore(self.sim, vector)
+        else:
+            self.sim_state.restore(self.sim, self._saved[int(vector[0])])
 
     def state_of(self, env) -> np.ndarray:
-        """The simulator state of another instance of the same env (the one being evaluated)."""
-        return self.sim_state.save(env.unwrapped)
+        """The simulator state of another instance of the same env (the one being evaluated).
+
+        A planner searches from this state afresh at every decision, so the saved copies of the
+        previous decision are dropped here.
+        """
+        if self._saved is not None:
+            self._saved.clear()
+        return self._save(env.unwrapped)
 
     def step_batch(self, states: np.ndarray, actions: np.ndarray):
         """Step the true simulator from each state: (next_states, rewards, dones)."""
@@ -122,9 +100,11 @@ class OracleModel:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             for i in range(n):
-                self.sim_state.restore(self.sim, states[i])
+                self._restore(states[i])
+                if self._rng is not None:
+                    self.sim.np_random = np.random.default_rng(int(self._rng.integers(2**63)))
                 _obs, reward, terminated, _trunc, _info = self.sim.step(decode_action(self.spec.env_id, actions[i]))
-                next_states[i] = self.sim_state.save(self.sim)
+                next_states[i] = self._save(self.sim)
                 rewards[i] = float(reward)
                 dones[i] = bool(terminated)
         self.steps += n

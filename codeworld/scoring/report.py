@@ -104,7 +104,8 @@ class ScoreReport:
             if ref is not None:
                 lines.append(f"  {ref.name:<11} {ref.score:.4f}   strict {ref.strict:.4f}")
         if self.ceiling is None and self.floor is not None:
-            lines.append("  ceiling     n/a (the simulator cannot be set from an observation)")
+            why = self.extra.get("ceiling_unavailable") or "the simulator cannot be set from an observation"
+            lines.append(f"  ceiling     unavailable: {why}")
         if self.first_error:
             lines.append("  first error " + _format_error(self.first_error))
         return "\n".join(lines)

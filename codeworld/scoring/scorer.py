@@ -27,8 +27,9 @@ count as wrong in every component.
 
 Every report carries two references computed on the same data and in the same mode: the *floor*,
 a do-nothing model (state unchanged, the most frequent reward, never done), and the *ceiling*,
-the true simulator set from each observation (`codeworld.envs.step_from_obs`; not available for
-Blackjack, whose observation does not determine the cards).
+the true simulator set from each observation (`codeworld.envs.step_from_obs`; not available where
+the observation does not determine the simulator's state, as for Blackjack's cards, nor for logged
+data: the report then says why, from the spec).
 """
 
 from __future__ import annotations
@@ -145,7 +146,7 @@ def evaluate(buffer: ReplayBuffer, spec: EnvSpec, mode: str, predictions: Predic
         score = _balanced_mean(credit, buffer.rewards)
         wrong_state = ~state_ok & ~terminal
     skill = None
-    if spec.family != "toy_text" and predictions.n_predicted > 0:
+    if not spec.discrete_state and predictions.n_predicted > 0:
         still = float(check.sq_err_still[predicted].sum())
         model = float(check.sq_err_model[predicted].sum())
         if still > 0 and np.isfinite(model):
@@ -267,6 +268,8 @@ class Scorer:
             n_transitions=len(self.buffer), n_predicted=int(predictions.n_predicted),
             first_error=first_error, message=message, line=line, compiled=compiled,
             buffer=self.buffer.path, backend=backend(), elapsed_s=elapsed,
+            extra={"ceiling_unavailable": self.spec.ceiling_note}
+            if self.references and self.ceiling is None else {},
         )
 
     def score_source(self, source: str, *, worker: Any = None, timeout_s: float | None = None) -> ScoreReport:
