@@ -42,20 +42,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def _parse_value(text: str):
-    for cast in (int, float):
-        try:
-            return cast(text)
-        except ValueError:
-            pass
-    lowered = text.lower()
-    if lowered in ("none", "null"):
-        return None
-    if lowered in ("true", "false"):
-        return lowered == "true"
-    return text
-
-
 class _ProgressBar:
     """A one-line progress display on stderr (only on a terminal)."""
 
@@ -97,6 +83,7 @@ def run(args: argparse.Namespace) -> int:
     from codeworld.envs import UnknownEnvError, get_spec
     from codeworld.envs.arguments import env_from_args
     from codeworld.model import ModelSourceError, check_model_source
+    from codeworld.overrides import config_with_overrides, parse_overrides
     from codeworld.planning import evaluate, make_config
     from codeworld.planning.evaluate import DEFAULT_DECISION_TIMEOUT_S
 
@@ -109,15 +96,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"codeworld plan: {spec.env_id} is logged data without a simulator: planning needs "
               "an environment to act in", file=sys.stderr)
         return EXIT_USAGE
-    overrides = {}
-    for item in args.set:
-        key, sep, value = item.partition("=")
-        if not sep:
-            print(f"codeworld plan: --set expects FIELD=VALUE, got {item!r}", file=sys.stderr)
-            return EXIT_USAGE
-        overrides[key.strip()] = _parse_value(value.strip())
     try:
-        config = make_config(spec.planner, **overrides)
+        config = config_with_overrides(make_config(spec.planner), parse_overrides(args.set))
     except (TypeError, ValueError) as exc:
         print(f"codeworld plan: {exc}", file=sys.stderr)
         return EXIT_USAGE

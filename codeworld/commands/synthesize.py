@@ -61,17 +61,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def parse_overrides(items: list[str]) -> dict[str, str]:
-    """``["a=1", "b.c=x"]`` as a dict; raises ValueError on an item without ``=``."""
-    out = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise ValueError(f"--set needs FIELD=VALUE, got {item!r}")
-        out[key.strip()] = value.strip()
-    return out
-
-
 def progress_printer(budget: int, stream=None, started: float | None = None):
     """A progress callback printing one line per call: calls used, action, score, best, tokens."""
     stream = stream or sys.stdout
@@ -99,7 +88,8 @@ def prepare_run(args: argparse.Namespace):
     from codeworld.envs.arguments import env_from_args
     from codeworld.envs.derive import safe_name
     from codeworld.synthesis import RunDir, get_method
-    from codeworld.synthesis.registry import config_from_json, config_to_json, config_with_overrides
+    from codeworld.overrides import config_with_overrides, parse_overrides
+    from codeworld.synthesis.registry import config_from_json, config_to_json
 
     overrides = parse_overrides(args.set)
     if args.parallel is not None:

@@ -61,7 +61,7 @@ def finish_config(job: Job, options: dict[str, Any]):
 def job_config(job: Job, options: dict[str, Any]):
     """(method, config) of a job: the registry's method, its ablation variant and overrides."""
     from codeworld.synthesis import get_method
-    from codeworld.synthesis.registry import config_with_overrides
+    from codeworld.overrides import config_with_overrides
 
     base, variant = split_method(job.method)
     method = get_method(base)
