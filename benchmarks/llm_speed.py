@@ -130,11 +130,13 @@ def part1(prompts: list[dict], configs: list[str], max_tokens: int) -> dict:
     from codeworld.llm.local import LocalServer, ensure_model_file
 
     model = ensure_model_file()
-    servers = {}
+    servers, described = {}, {}
     for name in configs:  # threads of the old policy are read as that server starts, as before
-        settings = config_settings(name)
+        settings = config_settings(name).resolved()
         servers[name] = LocalServer(model, settings)
-        print(f"  {name}: {settings.resolved()} (load {load1()})", flush=True)
+        described[name] = (f"{settings.threads} threads, speculation {settings.speculation}, "
+                           f"{settings.slots} slot(s)")
+        print(f"  {name}: {settings} (load {load1()})", flush=True)
     rows: dict[str, list[dict]] = {name: [] for name in configs}
     try:
         for i, prompt in enumerate(prompts):
@@ -159,9 +161,17 @@ def part1(prompts: list[dict], configs: list[str], max_tokens: int) -> dict:
                                      if s["prompt_tok_s"] and base["prompt_tok_s"] else None)
         s["speedup_gen_tok_s"] = (s["gen_tok_s"] / base["gen_tok_s"]
                                   if s["gen_tok_s"] and base["gen_tok_s"] else None)
-    same = {p["id"]: len({r["text_sha256"] for name in configs for r in rows[name]
-                          if r["prompt"] == p["id"]}) == 1 for p in prompts}
-    return {"rows": rows, "summary": summary, "same_answer": same}
+    # Per prompt, the configurations grouped by identical answers: speculation must not split a
+    # group of its own thread count (a different thread count may round differently).
+    same = {}
+    for p in prompts:
+        groups: dict[str, list[str]] = {}
+        for name in configs:
+            for r in rows[name]:
+                if r["prompt"] == p["id"]:
+                    groups.setdefault(r["text_sha256"], []).append(name)
+        same[p["id"]] = sorted(groups.values())
+    return {"rows": rows, "summary": summary, "same_answer": same, "settings": described}
 
 
 def part2(prompts: list[dict], ks: list[int], tokens: int) -> dict:
@@ -229,8 +239,9 @@ def markdown(report: dict) -> str:
             for r in rows:
                 lines.append(f"| {r['prompt']} | {name} | {r['seconds']:.1f} | {r['prompt_n']} + "
                              f"{r['cache_n']} | {r['predicted_n']} | {r['load1']} |")
-        same = ", ".join(f"{k}: {'same' if v else 'DIFFERENT'}" for k, v in p1["same_answer"].items())
-        lines += ["", f"Greedy answers across configurations: {same}.", ""]
+        same = "; ".join(f"{k}: " + " | ".join(" = ".join(g) for g in groups)
+                         for k, groups in p1["same_answer"].items())
+        lines += ["", f"Identical greedy answers (configurations grouped by answer): {same}.", ""]
     p2 = report.get("part2")
     if p2:
         lines += ["## Parallel requests on one server", "",
@@ -275,9 +286,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-replay", action="store_true")
     parser.add_argument("--out", default=str(OUT), help="output path without suffix")
     parser.add_argument("--make-prompts", metavar="RUN_DIR", default=None)
+    parser.add_argument("--markdown-only", action="store_true", help="rewrite OUT.md from OUT.json")
     args = parser.parse_args(argv)
     if args.make_prompts:
         make_prompts(args.make_prompts)
+        return 0
+    if args.markdown_only:
+        out = Path(args.out)
+        out.with_suffix(".md").write_text(markdown(json.loads(out.with_suffix(".json").read_text())))
         return 0
     prompts = json.loads(Path(args.prompts).read_text())["prompts"]
     configs = [c.strip() for c in args.configs.split(",") if c.strip()]
@@ -291,12 +307,11 @@ def main(argv: list[str] | None = None) -> int:
     if not args.skip_replay:
         print(f"part 1: {len(prompts)} real prompts x {configs}, max {args.max_tokens} tokens", flush=True)
         report["part1"] = part1(prompts, configs, args.max_tokens)
-        report["part1"]["settings"] = {name: "" for name in configs}
         for name, s in report["part1"]["summary"].items():
             print(f"  {name:<12} median {s['median_s']:.1f} s/call, prompt {fmt(s['prompt_tok_s'], '.1f')} tok/s, "
                   f"generated {fmt(s['gen_tok_s'], '.1f')} tok/s; speedup {s['speedup_median_s']:.2f}x "
                   f"(prompt {fmt(s['speedup_prompt_tok_s'])}x, generation {fmt(s['speedup_gen_tok_s'])}x)")
-        print(f"  same greedy answer: {report['part1']['same_answer']}")
+        print(f"  identical greedy answers, grouped: {report['part1']['same_answer']}")
     if not args.skip_parallel:
         ks = [int(k) for k in args.parallel.split(",")]
         print(f"part 2: K = {ks} requests at once, {args.parallel_tokens} tokens each", flush=True)

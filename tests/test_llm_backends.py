@@ -167,8 +167,10 @@ def test_threads_default_to_every_core_whatever_the_load(monkeypatch):
 
 def test_server_settings_from_options_and_environment(monkeypatch):
     monkeypatch.delenv("CODEWORLD_LOCAL_SPECULATION", raising=False)
-    settings = local.settings_from_options(BackendOptions(local_threads=2, local_slots=4))
-    assert (settings.threads, settings.slots, settings.speculation) == (2, 4, local.DEFAULT_SPECULATION)
+    settings = local.settings_from_options(BackendOptions(local_threads=2, local_slots=4)).resolved()
+    # Several slots already use the compute that checking drafts would need.
+    assert (settings.threads, settings.slots, settings.speculation) == (2, 4, "none")
+    assert local.settings_from_options(BackendOptions()).resolved().speculation == "ngram"
     monkeypatch.setenv("CODEWORLD_LOCAL_SPECULATION", "none")
     assert local.settings_from_options(BackendOptions()).speculation == "none"
     assert local.settings_from_options(BackendOptions(local_speculation="draft")).speculation == "draft"

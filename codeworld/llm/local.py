@@ -207,9 +207,13 @@ class ServerSettings:
             tokens in the prompt and the answer so far (no second model; an *improve* or *fix*
             answer mostly repeats the program in its prompt), ``"draft"`` drafts them with the
             Qwen2.5-Coder-0.5B-Instruct model (the ``draft`` extra), ``"none"`` decodes one token
-            at a time. The model checks every drafted token, so at temperature 0 the answer is
-            the same tokens with or without it.
-        draft_max: the most tokens drafted ahead at once.
+            at a time; None (the default): ``"ngram"`` with one slot, ``"none"`` with several
+            (on a CPU the slots' tokens decoded together already use the compute that checking
+            drafts would need: measured, 4 slots with n-gram drafts made fewer tokens per second
+            than one). The model checks every drafted token, so a greedy answer is the same
+            tokens with or without it, up to the rounding of a batched pass.
+        draft_max: the most tokens drafted ahead at once (checking a draft costs about as much as
+            processing that many prompt tokens, so on a CPU short drafts pay best: measured).
         ngram_size: n-gram speculation: how many of the last tokens must match earlier text.
         prompt_cache: keep each slot's processed prompt, so that a request that starts as the
             last one did (the run's system text and description) processes only its new tokens.
@@ -220,14 +224,14 @@ class ServerSettings:
     threads: int | None = None
     context: int = 8192
     slots: int = 1
-    speculation: str = DEFAULT_SPECULATION
-    draft_max: int = 16
-    ngram_size: int = 4
+    speculation: str | None = None
+    draft_max: int = 4
+    ngram_size: int = 3
     prompt_cache: bool = True
     poll: int = 0
 
     def __post_init__(self):
-        if self.speculation not in SPECULATION_KINDS:
+        if self.speculation is not None and self.speculation not in SPECULATION_KINDS:
             raise ValueError(f"speculation must be one of {', '.join(SPECULATION_KINDS)}, "
                              f"got {self.speculation!r}")
         if self.slots < 1:
@@ -238,8 +242,9 @@ class ServerSettings:
             raise ValueError("draft_max and ngram_size must be at least 1")
 
     def resolved(self) -> "ServerSettings":
-        """These settings with the thread count chosen."""
-        return self if self.threads is not None else replace(self, threads=default_threads())
+        """These settings with the thread count and the speculation kind chosen."""
+        speculation = self.speculation or (DEFAULT_SPECULATION if self.slots == 1 else "none")
+        return replace(self, threads=self.threads or default_threads(), speculation=speculation)
 
 
 def settings_from_options(options: BackendOptions) -> ServerSettings:
@@ -248,7 +253,7 @@ def settings_from_options(options: BackendOptions) -> ServerSettings:
     ``$CODEWORLD_LOCAL_SPECULATION`` sets the speculation kind when the options do not.
     """
     speculation = (options.local_speculation or os.environ.get("CODEWORLD_LOCAL_SPECULATION")
-                   or DEFAULT_SPECULATION)
+                   or None)
     return ServerSettings(threads=options.local_threads, context=options.local_context,
                           slots=max(1, options.local_slots), speculation=speculation)
 
@@ -370,14 +375,16 @@ LOCAL_URL_ENV = "CODEWORLD_LOCAL_URL"
 def shared_server(settings: ServerSettings | None = None) -> LocalServer:
     """The process's server of the embedded model, started (and the model joined) on first use.
 
-    A later caller that needs more slots, or another speculation kind, than the running server
-    has gets a new server in its place (a search with ``parallel = K`` after one with 1).
+    A later caller that needs more slots than the running server has, or names another
+    speculation kind, gets a new server in its place (a search with ``parallel = K`` after one
+    with 1).
     """
     global _server
-    settings = (settings or ServerSettings()).resolved()
+    settings = settings or ServerSettings()
     with _server_lock:
-        if _server is not None and (_server.slots < settings.slots
-                                    or _server.settings.speculation != settings.speculation):
+        if _server is not None and (_server.slots < settings.slots or (
+                settings.speculation is not None
+                and _server.settings.speculation != settings.speculation)):
             _server.close()
             _server = None
         if _server is None:
