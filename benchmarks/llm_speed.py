@@ -1,7 +1,8 @@
 """LLM speed of the embedded model on a CPU: the old server settings against the new, in one run.
 
 Part 1 replays a fixed, committed set of real prompts (``benchmarks/llm_speed_prompts.json``: a
-*generate*, *improve* and *fix* prompt of one CWMB run, in the order the run asked them) on one
+*generate*, *improve* and *fix* prompt of one CWMB CartPole run with the embedded model, built by
+codeworld's CWMB prompt builder as its ``source`` field says, in a run's order) on one
 server per configuration, all started in this process, interleaved call by call (A B A B), so that
 the machine's load falls alike on each. Each server sees the prompts in the run's order, so that
 its prompt cache serves them as in a run: the first call processes the whole prompt, the later
@@ -30,7 +31,8 @@ Usage::
 
     python benchmarks/llm_speed.py [--configs old,new] [--max-tokens 512] [--parallel 1,2,4]
         [--parallel-tokens 96] [--skip-parallel] [--out benchmarks/results/llm_speed]
-    python benchmarks/llm_speed.py --make-prompts RUN_DIR   # the prompt set from a run directory
+    python benchmarks/llm_speed.py --make-prompts RUN_DIR   # a run's first generate, improve, fix
+    python benchmarks/llm_speed.py --markdown-only           # OUT.md again from OUT.json
 
 Writes ``OUT.json`` and ``OUT.md``.
 """
@@ -308,7 +310,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"part 1: {len(prompts)} real prompts x {configs}, max {args.max_tokens} tokens", flush=True)
         report["part1"] = part1(prompts, configs, args.max_tokens)
         for name, s in report["part1"]["summary"].items():
-            print(f"  {name:<12} median {s['median_s']:.1f} s/call, prompt {fmt(s['prompt_tok_s'], '.1f')} tok/s, "
+            print(f"  {name:<12} median {s['median_s']:.1f} s/call, "
+                  f"prompt {fmt(s['prompt_tok_s'], '.1f')} tok/s, "
                   f"generated {fmt(s['gen_tok_s'], '.1f')} tok/s; speedup {s['speedup_median_s']:.2f}x "
                   f"(prompt {fmt(s['speedup_prompt_tok_s'])}x, generation {fmt(s['speedup_gen_tok_s'])}x)")
         print(f"  identical greedy answers, grouped: {report['part1']['same_answer']}")

@@ -148,7 +148,8 @@ def test_draft_model_speculation_keeps_the_greedy_tokens(plain_answer):
 
 def test_a_later_call_of_a_run_processes_only_its_new_tokens():
     description = CARTPOLE
-    first = render("fix", description=description, program=PROGRAM, error="NameError: name 'g' is not defined")
+    first = render("fix", description=description, program=PROGRAM,
+                   error="NameError: name 'g' is not defined")
     second = render("improve", description=description, program=PROGRAM, state="[0, 0, 0.01, 0]",
                     action="1", true_next_state="[0, 0.195, 0.01, -0.29]", true_reward="1",
                     true_done="false", predicted_next_state="[0, 0.2, 0.01, 0]", predicted_reward="1",

