@@ -41,6 +41,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as _dt
 import json
 import math
@@ -567,8 +568,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--address", default=None,
                         help="Ray cluster address (auto, ray://host:10001); default: a local instance")
     parser.add_argument("--workers", type=int, default=1,
-                        help="jobs at once with the local executor (default 1: the local LLM uses the "
-                             "idle cores)")
+                        help="jobs at once with the local executor (default 1); with the local LLM, "
+                             "the workers share one server with a slot each")
     parser.add_argument("--out", default=None, help="results folder (default benchmarks/results/NAME)")
     parser.add_argument("--workdir", default=None, help="run directories (default runs/NAME)")
     parser.add_argument("--report-only", action="store_true",
@@ -621,7 +622,15 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {job.env_id:<26} {job.method:<22} seed {job.seed}  {status}  "
                   f"({record['seconds'] / 60:.1f} min)", flush=True)
 
-        with make_executor(args.executor, workers=args.workers, address=args.address) as executor:
+        with contextlib.ExitStack() as stack:
+            if args.llm == "local" and args.executor == "local" and args.workers > 1:
+                # One server with a slot per worker, decoding the workers' requests together,
+                # instead of one server per worker each taking every core.
+                from codeworld.llm.local import ServerSettings, serve_for_workers
+
+                stack.enter_context(serve_for_workers(ServerSettings(slots=args.workers)))
+            executor = stack.enter_context(
+                make_executor(args.executor, workers=args.workers, address=args.address))
             summary_run = run_grid(jobs, run_cwmb_job, store, executor=executor, workdir=workdir,
                                    progress=progress)
         print(f"cwmb: {len(summary_run.finished)} finished, {len(summary_run.failed)} failed, "

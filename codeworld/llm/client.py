@@ -258,13 +258,25 @@ def add_llm_arguments(parser: argparse.ArgumentParser) -> None:
                        help="completion cache (default: ~/.cache/codeworld/llm)")
     group.add_argument("--no-llm-cache", action="store_true", help="neither read nor write the cache")
     group.add_argument("--llm-threads", type=int, default=None, metavar="N",
-                       help="CPU threads of the local model (default: all cores)")
+                       help="CPU threads of the local model (default: every core; "
+                            "CODEWORLD_LOCAL_THREADS)")
+    group.add_argument("--llm-speculation", default=None, choices=["ngram", "draft", "none"],
+                       help="speculative decoding of the local model: ngram (default: drafts from "
+                            "the prompt, no second model), draft (the 0.5B draft model, extra "
+                            "'draft'), none (CODEWORLD_LOCAL_SPECULATION)")
 
 
-def llm_from_args(args: argparse.Namespace, run_dir: str | None = None) -> LLM:
-    """The client the options of `add_llm_arguments` describe."""
+def llm_from_args(args: argparse.Namespace, run_dir: str | None = None, *, slots: int = 1) -> LLM:
+    """The client the options of `add_llm_arguments` describe.
+
+    Args:
+        slots: requests the caller sends at once (a search's ``parallel``); the local model
+            decodes that many together.
+    """
     options = BackendOptions(api_key=args.llm_api_key, base_url=args.llm_base_url,
-                             timeout_s=args.llm_timeout, local_threads=args.llm_threads)
+                             timeout_s=args.llm_timeout, local_threads=args.llm_threads,
+                             local_slots=max(1, slots),
+                             local_speculation=getattr(args, "llm_speculation", None))
     return make_llm(LLMConfig(spec=args.llm, backend=options,
                               retry=RetryPolicy(max_attempts=max(1, args.llm_retries)),
                               cache_dir=args.llm_cache_dir, use_cache=not args.no_llm_cache,

