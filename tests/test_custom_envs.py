@@ -374,7 +374,7 @@ def test_an_npz_dataset_scores_and_synthesizes_but_cannot_plan(tmp_path, cache, 
 
 
 def test_a_minari_dataset_scores_a_model(tmp_path, cache, monkeypatch, capsys):
-    minari = pytest.importorskip("minari", reason="the optional extra codeworld[minari]")
+    import minari  # in the dev extra (codeworld[minari] for users)
     from minari.data_collector.episode_buffer import EpisodeBuffer
 
     monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path / "minari"))

