@@ -305,3 +305,19 @@ def test_switches_are_config_fields_and_older_run_dirs_still_load(tmp_path, caps
 def test_assist_config_rejects_nonsense(field):
     with pytest.raises(ValueError):
         AssistConfig(**{field: 0})
+
+
+def test_a_reward_or_done_set_in_some_branches_only_gets_a_default():
+    from codeworld.synthesis.repairs import repair
+
+    program = ("import numpy as np\n\n\ndef step(state, action):\n    x = float(state[0])\n"
+               "    if x > 1.0:\n        done = True\n    if action == 1:\n        reward = 1.0\n"
+               "    return np.array([x + 1.0]), float(reward), bool(done)\n")
+    fixed, repairs = repair(program)
+    assert [r.kind for r in repairs] == ["result_default", "result_default"]
+    assert "    reward = 0.0\n    done = False\n    x = float(state[0])" in fixed
+    namespace: dict = {}
+    exec(compile(fixed, "<test>", "exec"), namespace)  # the test's own program, not an LLM's
+    assert namespace["step"](np.array([0.0]), 0)[1:] == (0.0, False)
+    # set on every path at the top: nothing to do
+    assert repair(fixed) == (fixed, [])

@@ -3,7 +3,8 @@
 Some mistakes have one right fix that a rule can make as well as a model: a module that uses
 ``np`` or ``math`` without importing it, a ``step`` that returns its next state as a list or
 tuple, an int reward or done flag where the contract wants a float and a bool, a next-state
-array made with an integer dtype (which silently truncates every value written into it).
+array made with an integer dtype (which silently truncates every value written into it), a reward
+or done flag that only some branches set (given the default 0.0 / False at the top of ``step``).
 `repair` makes these edits on the source text (reading it with `ast` and pyflakes only: the
 program is untrusted and is not run), leaves every other line as it was, and says what it did, so
 that the run directory records each repair. A repair is not an LLM call and is never counted as
@@ -30,7 +31,7 @@ class Repair:
 
     Attributes:
         kind: ``"missing_import"``, ``"state_as_array"``, ``"reward_as_float"``,
-            ``"done_as_bool"`` or ``"float_state_dtype"``.
+            ``"done_as_bool"``, ``"float_state_dtype"`` or ``"result_default"``.
         line: the line it changed (in the program before the repair).
         detail: what was done, in words.
     """
@@ -53,7 +54,74 @@ def repair(source: str) -> tuple[str, list[Repair]]:
     repairs += done
     source, done = _repair_imports(source)
     repairs += done
+    source, done = _repair_unbound_results(source)
+    repairs += done
     return source, repairs
+
+
+# ------------------------------------------------------------------- reward and done defaults
+
+# What a reward or done flag that no branch set means (the skeleton's own defaults).
+_RESULT_DEFAULTS = (("reward", "0.0"), ("done flag", "False"))
+
+
+def _result_name(node: ast.AST) -> str | None:
+    """The variable a returned reward or done is: ``reward``, ``float(reward)``, ``bool(done)``."""
+    if isinstance(node, ast.Call) and len(node.args) == 1 and isinstance(node.func, ast.Name) \
+            and node.func.id in ("float", "bool", "int"):
+        node = node.args[0]
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _repair_unbound_results(source: str) -> tuple[str, list[Repair]]:
+    """Give the returned reward and done a default at the top of ``step`` when only some branches
+    set them (the program would raise UnboundLocalError on the others)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return source, []
+    step = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "step"), None)
+    if step is None or not step.body:
+        return source, []
+    returns = [n for n in ast.walk(step) if isinstance(n, ast.Return)
+               and isinstance(n.value, ast.Tuple) and len(n.value.elts) == 3]
+    if not returns:
+        return source, []
+    top_level: set[str] = set()
+    for node in step.body:
+        targets = (node.targets if isinstance(node, ast.Assign) else
+                   [node.target] if isinstance(node, ast.AnnAssign) and node.value is not None else [])
+        for target in targets:
+            for name in ast.walk(target):
+                if isinstance(name, ast.Name):
+                    top_level.add(name.id)
+    nested: set[str] = set()
+    for node in ast.walk(step):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            nested.add(node.id)
+    params = {a.arg for a in step.args.args}
+    wanted = []
+    for (role, default), index in zip(_RESULT_DEFAULTS, (1, 2)):
+        names = {_result_name(r.value.elts[index]) for r in returns}
+        for name in sorted(n for n in names if n):
+            if name in nested and name not in top_level and name not in params:
+                wanted.append((name, default, role))
+    if not wanted:
+        return source, []
+    first = step.body[0]
+    if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and len(step.body) > 1:
+        first = step.body[1]  # after the docstring
+    lines = source.splitlines(keepends=True)
+    indent = lines[first.lineno - 1][: first.col_offset]
+    block = "".join(f"{indent}{name} = {default}\n" for name, default, _ in wanted)
+    new = "".join(lines[: first.lineno - 1]) + block + "".join(lines[first.lineno - 1:])
+    try:
+        ast.parse(new)
+    except SyntaxError:
+        return source, []
+    return new, [Repair("result_default", first.lineno,
+                        f"`{name}` starts as {default} (only some branches set the {role})")
+                 for name, default, role in wanted]
 
 
 # ------------------------------------------------------------------------------------ imports
