@@ -116,18 +116,22 @@ class RunDir:
     def report_path(self, call: int) -> Path:
         return self.path / PROGRAMS_DIR / f"{call:04d}.json"
 
+    def _load_numbered(self, folder_name: str) -> dict[int, dict]:
+        """The JSON records ``NNNN.json`` of one of the run's folders, by call index."""
+        out = {}
+        folder = self.path / folder_name
+        if folder.is_dir():
+            for file in sorted(folder.glob("[0-9]*.json")):
+                out[int(file.stem)] = json.loads(file.read_text(encoding="utf-8"))
+        return out
+
     def save_call(self, call: int, record: dict) -> None:
         """Save one LLM call (request, messages, completion, cost)."""
         write_atomic(self.call_path(call), _dump(record))
 
     def load_calls(self) -> dict[int, dict]:
         """Every saved call record, by call index."""
-        out = {}
-        folder = self.path / CALLS_DIR
-        if folder.is_dir():
-            for file in sorted(folder.glob("[0-9]*.json")):
-                out[int(file.stem)] = json.loads(file.read_text(encoding="utf-8"))
-        return out
+        return self._load_numbered(CALLS_DIR)
 
     def save_program(self, call: int, program: str | None, evaluation: Evaluation) -> None:
         """Save the program a call wrote and its evaluation."""
@@ -146,12 +150,7 @@ class RunDir:
 
     def load_repairs(self) -> dict[int, dict]:
         """Every saved repair record, by call index (empty for runs without repairs)."""
-        out = {}
-        folder = self.path / REPAIRS_DIR
-        if folder.is_dir():
-            for file in sorted(folder.glob("[0-9]*.json")):
-                out[int(file.stem)] = json.loads(file.read_text(encoding="utf-8"))
-        return out
+        return self._load_numbered(REPAIRS_DIR)
 
     def fit_path(self, call: int) -> Path:
         return self.path / FITS_DIR / f"{call:04d}.json"
@@ -171,12 +170,7 @@ class RunDir:
 
     def load_fits(self) -> dict[int, dict]:
         """Every saved in-search fit record, by call index (empty for runs without fits)."""
-        out = {}
-        folder = self.path / FITS_DIR
-        if folder.is_dir():
-            for file in sorted(folder.glob("[0-9]*.json")):
-                out[int(file.stem)] = json.loads(file.read_text(encoding="utf-8"))
-        return out
+        return self._load_numbered(FITS_DIR)
 
     def load_evaluation(self, call: int, program: str | None) -> Evaluation | None:
         """The saved evaluation of a call's program, if it is for this very program."""
@@ -194,12 +188,7 @@ class RunDir:
 
     def program_reports(self) -> dict[int, dict]:
         """Every saved program evaluation, by call index."""
-        out = {}
-        folder = self.path / PROGRAMS_DIR
-        if folder.is_dir():
-            for file in sorted(folder.glob("[0-9]*.json")):
-                out[int(file.stem)] = json.loads(file.read_text(encoding="utf-8"))
-        return out
+        return self._load_numbered(PROGRAMS_DIR)
 
     # ------------------------------------------------------------------ state
 
