@@ -8,6 +8,8 @@ import sys
 
 import numpy as np
 
+from codeworld.commands import read_model_file
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -27,10 +29,9 @@ def run(args: argparse.Namespace) -> int:
     from codeworld.sandbox import ModelWorker
 
     try:
-        with open(args.model, encoding="utf-8") as handle:
-            source = handle.read()
-    except OSError as exc:
-        print(f"codeworld check: cannot read {args.model}: {exc.strerror}", file=sys.stderr)
+        source = read_model_file(args.model)
+    except ValueError as exc:
+        print(f"codeworld check: {exc}", file=sys.stderr)
         return 2
     try:
         form = check_model_source(source)

@@ -15,6 +15,9 @@ import argparse
 import json
 import sys
 
+from codeworld.commands import read_model_file
+from codeworld.envs.arguments import ENV_HELP, add_env_arguments
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     from codeworld.fitting.config import METHODS, FitConfig
@@ -24,8 +27,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "fit", help="fit a model program's numeric constants to a replay buffer",
         description="Fit the float literals of a world-model program on a training split of the "
                     "buffer; keep the fit only if the held-out score improves.")
-    parser.add_argument("env", help="environment id, e.g. CartPole-v1")
+    parser.add_argument("env", help=ENV_HELP)
     parser.add_argument("model", help="path to the model program (.py)")
+    add_env_arguments(parser, description=False)
     parser.add_argument("--buffer", default=None, metavar="FILE.npz",
                         help="buffer file (default: the committed one)")
     parser.add_argument("--out", default=None, metavar="FITTED.py",
@@ -76,20 +80,20 @@ def format_result(result) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from codeworld.envs import UnknownEnvError, get_spec
+    from codeworld.envs.arguments import env_from_args
     from codeworld.envs.buffers import BufferError
     from codeworld.fitting import FitConfig, fit_constants
     from codeworld.model import ModelSourceError, check_model_source
     from codeworld.scoring import Scorer
 
     try:
-        spec = get_spec(args.env)
-    except UnknownEnvError as exc:
+        spec = get_spec(env_from_args(args))
+    except (UnknownEnvError, ValueError) as exc:
         return _fail(str(exc))
     try:
-        with open(args.model, encoding="utf-8") as handle:
-            source = handle.read()
-    except (OSError, UnicodeDecodeError) as exc:
-        return _fail(f"cannot read {args.model}: {getattr(exc, 'strerror', None) or exc}")
+        source = read_model_file(args.model)
+    except ValueError as exc:
+        return _fail(str(exc))
     try:
         check_model_source(source)
     except ModelSourceError as exc:

@@ -12,6 +12,8 @@ import argparse
 import json
 import sys
 
+from codeworld.commands import read_model_file
+
 EXIT_OK = 0
 EXIT_MODEL_FAILED = 1
 EXIT_USAGE = 2
@@ -117,15 +119,14 @@ def run(args: argparse.Namespace) -> int:
             print("codeworld plan: a MODEL.py is needed (or --oracle-only / --random-only)", file=sys.stderr)
             return EXIT_USAGE
         try:
-            with open(args.model, encoding="utf-8") as handle:
-                source = handle.read()
+            source = read_model_file(args.model)
             check_model_source(source)
-        except OSError as exc:
-            print(f"codeworld plan: cannot read {args.model}: {exc.strerror}", file=sys.stderr)
-            return EXIT_USAGE
-        except ModelSourceError as exc:
+        except ModelSourceError as exc:  # a ValueError too: before the file-reading case
             print(f"{args.model}: {exc}", file=sys.stderr)
             return EXIT_MODEL_FAILED
+        except ValueError as exc:
+            print(f"codeworld plan: {exc}", file=sys.stderr)
+            return EXIT_USAGE
 
     progress = _ProgressBar(args.episodes)
     try:

@@ -11,6 +11,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from codeworld.commands import read_model_file
+
 
 from codeworld.envs.arguments import ENV_HELP, add_env_arguments
 
@@ -51,10 +53,9 @@ def run(args: argparse.Namespace) -> int:
     except (UnknownEnvError, ValueError) as exc:
         return _fail(str(exc))
     try:
-        with open(args.model, encoding="utf-8") as handle:
-            source = handle.read()
-    except (OSError, UnicodeDecodeError) as exc:
-        return _fail(f"cannot read {args.model}: {getattr(exc, 'strerror', None) or exc}")
+        source = read_model_file(args.model)
+    except ValueError as exc:
+        return _fail(str(exc))
     buffer = args.buffer
     if args.paper_buffer:
         buffer = PAPER
