@@ -69,6 +69,7 @@ def test_the_search_fits_each_healthy_program_and_builds_on_the_fitted_one(tmp_p
     assert main(["synthesize", "--resume", "--out", str(out), "--llm", script, "--no-speed-step"]) == 0
     assert json.loads((out / "fits" / "0000.json").read_text())["fit"] == {"replayed": True}
     assert (out / "best_model.py").read_text() == record["program"]
+    assert "constant fit:  skipped, its constants were fitted in the search" in capsys.readouterr().out
 
 
 def test_no_fit_switches_off_the_fit_in_the_search_too(tmp_path):

@@ -212,7 +212,9 @@ def summary_text(result) -> str:
         state = "buggy" if ev.buggy else f"score {ev.score:.4f}"
         lines.append(f"best program: call {result.best_call + 1}, {state}")
     fit = result.finish.get("fit")
-    if fit:
+    if fit and "skipped" in fit:
+        lines.append(f"  constant fit:  skipped, {fit['skipped']}")
+    elif fit:
         verdict = "kept" if fit["accepted"] else "not kept"
         if fit["heldout_before"] is not None and fit["heldout_after"] is not None:
             verdict += (f" (held-out {fit['heldout_before']:.4f} -> {fit['heldout_after']:.4f}"

@@ -49,7 +49,10 @@ def finish_run(result: Any, evaluator: Any, config: FinishConfig, run_dir: Any =
     record: dict = {"call": result.best_call}
     timeout_s = getattr(evaluator, "timeout_s", 60.0)
 
-    if config.fit_constants and not result.best_evaluation.buggy:
+    if config.fit_constants and result.best_evaluation.report.get("fitted"):
+        # the search already replaced this program by its fit: fitting it again repeats the work
+        record["fit"] = {"skipped": "its constants were fitted in the search"}
+    elif config.fit_constants and not result.best_evaluation.buggy:
         from codeworld.fitting import fit_constants
 
         fit = fit_constants(result.best_program, scorer, config.fit, timeout_s=timeout_s)
