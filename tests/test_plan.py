@@ -16,6 +16,7 @@ from codeworld.cli import main
 from codeworld.envs import encode_action, make_env
 from codeworld.planning import CemConfig, MctsConfig, evaluate, make_config, normalized_return
 from codeworld.planning.config import config_from_dict, config_to_dict
+from codeworld.planning.evaluate import UNLIMITED_ENV_MAX_STEPS
 from codeworld.planning.oracle import OracleModel
 from codeworld.sandbox import ModelWorker
 
@@ -231,3 +232,12 @@ def test_a_program_without_a_step_ends_the_model_run_with_a_record_not_an_except
     assert result.model.status == "exception"
     assert "not a world model" in result.model.message and "def step" in result.model.message
     assert result.model.returns == []
+
+
+def test_an_env_without_a_time_limit_cuts_planning_episodes_at_the_default_cap():
+    # CliffWalking never truncates; a model that predicts no movement keeps the agent at the start.
+    stays = "import numpy as np\n\ndef step(state, action):\n    return state, -1.0, False\n"
+    config = make_config("mcts", num_simulations=4, rollout_depth=3)
+    result = evaluate("CliffWalking-v0", stays, config, episodes=1, seed=0, policies=("model",))
+    assert result.max_steps == UNLIMITED_ENV_MAX_STEPS
+    assert result.model.lengths == [UNLIMITED_ENV_MAX_STEPS]

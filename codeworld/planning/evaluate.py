@@ -333,6 +333,11 @@ def _cached(policy: str, env_id: str, config: dict | None, episodes: int, seed: 
 
 POLICIES = ("random", "oracle", "model")
 
+# An environment without a time limit of its own (CliffWalking, a user's env) would let a policy
+# that never reaches the goal step forever: its episodes are cut here, as in the paper's data
+# collection (100 steps).
+UNLIMITED_ENV_MAX_STEPS = 100
+
 
 def evaluate(env_id: str, source: str | None = None, config=None, *, episodes: int = 10, seed: int = 0,
              max_steps: int | None = None, policies: tuple[str, ...] = POLICIES, use_cache: bool = True,
@@ -346,7 +351,8 @@ def evaluate(env_id: str, source: str | None = None, config=None, *, episodes: i
         config: an `MctsConfig` or `CemConfig` (default: the paper's, for the env's planner).
         episodes: seeded episodes per policy (paper: 10).
         seed: episode ``i`` resets with ``seed + i``; planner seeds derive from it too.
-        max_steps: cap on steps per episode (None: the env's own time limit).
+        max_steps: cap on steps per episode (None: the env's own time limit, or
+            `UNLIMITED_ENV_MAX_STEPS` for an env without one).
         policies: which of ``"random"``, ``"oracle"``, ``"model"`` to run.
         use_cache: read and write cached random and oracle results.
         decision_timeout_s: the longest one planning decision with the model may take.
@@ -362,6 +368,8 @@ def evaluate(env_id: str, source: str | None = None, config=None, *, episodes: i
                          "environment to act in (name a Gymnasium id instead)")
     config = config or make_config(spec.planner)
     cfg = config_to_dict(config)
+    if max_steps is None and spec.max_episode_steps is None:
+        max_steps = UNLIMITED_ENV_MAX_STEPS
     unknown = set(policies) - set(POLICIES)
     if unknown:
         raise ValueError(f"unknown policies {sorted(unknown)} (known: {', '.join(POLICIES)})")
