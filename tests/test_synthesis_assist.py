@@ -321,3 +321,28 @@ def test_a_reward_or_done_set_in_some_branches_only_gets_a_default():
     assert namespace["step"](np.array([0.0]), 0)[1:] == (0.0, False)
     # set on every path at the top: nothing to do
     assert repair(fixed) == (fixed, [])
+
+
+def test_a_next_state_built_in_some_branches_only_is_built_from_the_named_state_on_the_others():
+    from codeworld.synthesis.repairs import repair
+
+    program = ("import numpy as np\n\n\ndef step(state, action):\n    reward = 0.0\n    done = False\n"
+               "    total = int(state[0])\n    shown = int(state[1])\n    if action == 0:\n"
+               "        next_state = np.array([total, shown], dtype=np.float64)\n        done = True\n"
+               "    else:\n        total += 1\n        if total > 21:\n"
+               "            next_state = np.array([total, shown], dtype=np.float64)\n"
+               "            reward = -1.0\n"
+               "    return next_state, float(reward), bool(done)\n")
+    fixed, repairs = repair(program)
+    assert [r.kind for r in repairs] == ["next_state_default"]
+    namespace: dict = {}
+    exec(compile(fixed, "<test>", "exec"), namespace)  # the test's own program, not an LLM's
+    step = namespace["step"]
+    # the branch that built nothing returns the named values as updated there
+    assert step(np.array([11.0, 10.0]), 1)[0].tolist() == [12.0, 10.0]
+    assert step(np.array([21.0, 10.0]), 1)[0].tolist() == [22.0, 10.0]
+    assert step(np.array([11.0, 10.0]), 0)[0].tolist() == [11.0, 10.0]
+    assert repair(fixed) == (fixed, [])
+    # built on every path: nothing to do
+    always = program.replace("    if action == 0:\n", "    next_state = np.array([total, shown])\n    if action == 0:\n")
+    assert "next_state_default" not in [r.kind for r in repair(always)[1]]

@@ -4,7 +4,9 @@ Some mistakes have one right fix that a rule can make as well as a model: a modu
 ``np`` or ``math`` without importing it, a ``step`` that returns its next state as a list or
 tuple, an int reward or done flag where the contract wants a float and a bool, a next-state
 array made with an integer dtype (which silently truncates every value written into it), a reward
-or done flag that only some branches set (given the default 0.0 / False at the top of ``step``).
+or done flag that only some branches set (given the default 0.0 / False at the top of ``step``), a
+next state that only some branches build (built on the others from the state's named variables as
+they are at the return).
 `repair` makes these edits on the source text (reading it with `ast` and pyflakes only: the
 program is untrusted and is not run), leaves every other line as it was, and says what it did, so
 that the run directory records each repair. A repair is not an LLM call and is never counted as
@@ -31,7 +33,8 @@ class Repair:
 
     Attributes:
         kind: ``"missing_import"``, ``"state_as_array"``, ``"reward_as_float"``,
-            ``"done_as_bool"``, ``"float_state_dtype"`` or ``"result_default"``.
+            ``"done_as_bool"``, ``"float_state_dtype"``, ``"result_default"`` or
+            ``"next_state_default"``.
         line: the line it changed (in the program before the repair).
         detail: what was done, in words.
     """
@@ -51,6 +54,8 @@ def repair(source: str) -> tuple[str, list[Repair]]:
     """
     repairs: list[Repair] = []
     source, done = _repair_returns(source)
+    repairs += done
+    source, done = _repair_unbound_next_state(source)
     repairs += done
     source, done = _repair_imports(source)
     repairs += done
@@ -73,6 +78,98 @@ def _result_name(node: ast.AST) -> str | None:
     return node.id if isinstance(node, ast.Name) else None
 
 
+def _step_function(tree: ast.Module) -> ast.FunctionDef | None:
+    return next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "step"), None)
+
+
+def _top_level_names(step: ast.FunctionDef) -> set[str]:
+    """The names assigned by statements directly in ``step``'s body (not inside a branch)."""
+    names: set[str] = set()
+    for node in step.body:
+        targets = (node.targets if isinstance(node, ast.Assign) else
+                   [node.target] if isinstance(node, ast.AnnAssign) and node.value is not None else [])
+        for target in targets:
+            for name in ast.walk(target):
+                if isinstance(name, ast.Name):
+                    names.add(name.id)
+    return names
+
+
+def _first_statement(step: ast.FunctionDef) -> ast.stmt:
+    first = step.body[0]
+    if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and len(step.body) > 1:
+        first = step.body[1]  # after the docstring
+    return first
+
+
+def _state_component_names(step: ast.FunctionDef) -> list[str] | None:
+    """The names ``step`` reads the state into at its top (``x = float(state[0])``, ``x, v = state``),
+    in the state's order, when they cover components 0..n-1; else None."""
+    state = step.args.args[0].arg if step.args.args else "state"
+    by_index: dict[int, str] = {}
+    for node in step.body:
+        if not isinstance(node, ast.Assign) or len(node.targets) != 1:
+            continue
+        target, value = node.targets[0], node.value
+        if isinstance(target, ast.Tuple) and isinstance(value, ast.Name) and value.id == state \
+                and all(isinstance(e, ast.Name) for e in target.elts):
+            by_index.update({i: e.id for i, e in enumerate(target.elts)})
+            continue
+        if not isinstance(target, ast.Name):
+            continue
+        if isinstance(value, ast.Call) and len(value.args) == 1 and not value.keywords:
+            value = value.args[0]  # float(state[0]), int(state[1])
+        if isinstance(value, ast.Subscript) and isinstance(value.value, ast.Name) \
+                and value.value.id == state and isinstance(value.slice, ast.Constant) \
+                and isinstance(value.slice.value, int) and not isinstance(value.slice.value, bool):
+            by_index.setdefault(value.slice.value, target.id)
+    if not by_index or sorted(by_index) != list(range(len(by_index))):
+        return None
+    return [by_index[i] for i in range(len(by_index))]
+
+
+def _repair_unbound_next_state(source: str) -> tuple[str, list[Repair]]:
+    """Give the returned next state a value on the paths where no branch built it: the state's
+    named variables as they are at the return (or the state itself, when the program does not name
+    its components), so that an update made in such a branch still shows."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return source, []
+    step = _step_function(tree)
+    if step is None or not step.body:
+        return source, []
+    returns = [n for n in ast.walk(step) if isinstance(n, ast.Return) and isinstance(n.value, ast.Tuple)
+               and len(n.value.elts) == 3 and isinstance(n.value.elts[0], ast.Name)]
+    names = {r.value.elts[0].id for r in returns}
+    if len(names) != 1:
+        return source, []
+    name = names.pop()
+    stored = {n.id for n in ast.walk(step) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    if name not in stored or name in _top_level_names(step) or name in {a.arg for a in step.args.args}:
+        return source, []
+    lines = source.splitlines(keepends=True)
+    if any(not lines[r.lineno - 1][: r.col_offset].isspace() and r.col_offset for r in returns):
+        return source, []  # a return that shares its line (``if x: return ...``): leave it
+    components = _state_component_names(step)
+    state = step.args.args[0].arg if step.args.args else "state"
+    value = (f"np.array([{', '.join(components)}], dtype=np.float64)" if components
+             else f"np.array({state}, dtype=np.float64)")
+    first = _first_statement(step)
+    inserts = {first.lineno - 1: f"{lines[first.lineno - 1][: first.col_offset]}{name} = None\n"}
+    for r in returns:
+        indent = lines[r.lineno - 1][: r.col_offset]
+        inserts[r.lineno - 1] = (inserts.get(r.lineno - 1, "")
+                                 + f"{indent}if {name} is None:\n{indent}    {name} = {value}\n")
+    new = "".join(inserts.get(i, "") + line for i, line in enumerate(lines))
+    try:
+        ast.parse(new)
+    except SyntaxError:
+        return source, []
+    return new, [Repair("next_state_default", first.lineno,
+                        f"`{name}` is built as {value} where no branch built it")]
+
+
 def _repair_unbound_results(source: str) -> tuple[str, list[Repair]]:
     """Give the returned reward and done a default at the top of ``step`` when only some branches
     set them (the program would raise UnboundLocalError on the others)."""
@@ -80,21 +177,14 @@ def _repair_unbound_results(source: str) -> tuple[str, list[Repair]]:
         tree = ast.parse(source)
     except SyntaxError:
         return source, []
-    step = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "step"), None)
+    step = _step_function(tree)
     if step is None or not step.body:
         return source, []
     returns = [n for n in ast.walk(step) if isinstance(n, ast.Return)
                and isinstance(n.value, ast.Tuple) and len(n.value.elts) == 3]
     if not returns:
         return source, []
-    top_level: set[str] = set()
-    for node in step.body:
-        targets = (node.targets if isinstance(node, ast.Assign) else
-                   [node.target] if isinstance(node, ast.AnnAssign) and node.value is not None else [])
-        for target in targets:
-            for name in ast.walk(target):
-                if isinstance(name, ast.Name):
-                    top_level.add(name.id)
+    top_level = _top_level_names(step)
     nested: set[str] = set()
     for node in ast.walk(step):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
@@ -108,9 +198,7 @@ def _repair_unbound_results(source: str) -> tuple[str, list[Repair]]:
                 wanted.append((name, default, role))
     if not wanted:
         return source, []
-    first = step.body[0]
-    if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and len(step.body) > 1:
-        first = step.body[1]  # after the docstring
+    first = _first_statement(step)
     lines = source.splitlines(keepends=True)
     indent = lines[first.lineno - 1][: first.col_offset]
     block = "".join(f"{indent}{name} = {default}\n" for name, default, _ in wanted)
