@@ -98,3 +98,31 @@ def test_a_class_form_best_program_is_planned_with_through_its_kept_port(tmp_pat
     assert result.fast_program is not None and "class Environment" not in result.fast_program
     assert result.program_to_plan_with == result.fast_program
     assert (tmp_path / "run" / "best_model_fast.py").read_text() == result.fast_program
+
+
+def test_a_run_composes_programs_that_are_right_in_different_components(tmp_path, capsys):
+    true_model = MODEL.read_text()
+    last = "    return np.array([x, x_dot, theta, theta_dot]), 1.0, done\n"
+    cart_only = true_model.replace(last, "    return np.array([x, x_dot, state[2], state[3]]), 0.0, False\n")
+    pole_only = true_model.replace(last, "    return np.array([state[0], state[1], theta, theta_dot]), 1.0, done\n")
+    assert cart_only != true_model and pole_only != true_model
+    script = tmp_path / "s.json"
+    script.write_text(json.dumps([f"```python\n{p}```\n" for p in (cart_only, pole_only)]))
+    out = tmp_path / "run"
+    assert main(["synthesize", "CartPole-v1", "--llm", f"scripted:{script}", "--budget", "2",
+                 "--out", str(out), "--no-fit", "--no-speed-step"]) == 0
+    scores = [json.loads((out / "programs" / f"000{i}.json").read_text())["score"] for i in (0, 1)]
+    assert max(scores) < 0.9
+    compose = json.loads((out / "compose.json").read_text())
+    assert compose["status"] == "composed" and compose["became_best"]
+    assert compose["choice"] == {"state[0]": 0, "state[1]": 0, "state[2]": 1, "state[3]": 1,
+                                 "reward": 1, "done": 1}
+    assert compose["score"] > 0.999 and abs(compose["predicted_score"] - compose["score"]) < 1e-9
+    best = json.loads((out / "best_report.json").read_text())
+    assert best["composed_from"] == [1, 0] and best["score"] > 0.999
+    composed = (out / "best_model.py").read_text()
+    assert composed == (out / "composed_model.py").read_text()
+    assert "_p0_GRAVITY" in composed and "_p1_GRAVITY" in composed  # the shared names kept apart
+    # the composed program is an ordinary model: it scores on its own
+    assert main(["score", "CartPole-v1", str(out / "best_model.py"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["score"] > 0.999

@@ -197,8 +197,18 @@ class FinishConfig:
         speed_step: compile the best program, or port it (kept only if it predicts the same on
             every transition), and measure its steps per second (`codeworld.speed`).
         fit: the fit's settings (optimizer, evaluation and time caps, held-out share).
+        compose: before the fit, take each output component (next-state dimension, reward, done)
+            from the run's program that predicts it best (`codeworld.synthesis.compose`); the
+            composed program becomes the best when it scores higher.
+        compose_programs: how many of the run's best programs may take part.
     """
 
     fit_constants: bool = True
     speed_step: bool = True
     fit: Any = field(default_factory=_default_fit_config)
+    compose: bool = True
+    compose_programs: int = 4
+
+    def __post_init__(self):
+        if self.compose_programs < 2:
+            raise ValueError(f"compose_programs must be at least 2, got {self.compose_programs}")

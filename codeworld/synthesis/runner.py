@@ -88,6 +88,8 @@ class SynthesisResult:
         finish: what the constant fit and the speed step did to the best program.
         fast_program: the best program's compiled port, when the speed step needed and kept one
             (it predicts the same on every transition of the buffer); plan with it.
+        programs: ``(call, program, score)`` of every program that ran without a bug, in call
+            order (the finish step composes from them).
     """
 
     best_call: int | None
@@ -99,6 +101,7 @@ class SynthesisResult:
     history: list[dict] = field(default_factory=list)
     finish: dict = field(default_factory=dict)
     fast_program: str | None = None
+    programs: list[tuple[int, str, float]] = field(default_factory=list)
 
     @property
     def program_to_plan_with(self) -> str | None:
@@ -152,6 +155,7 @@ def synthesize(search: Search, *, llm: LLM | None, prompts: PromptBuilder, evalu
     recorded = run_dir.load_calls() if run_dir is not None else {}
     accounting = Accounting()
     history: list[dict] = []
+    programs: list[tuple[int, str, float]] = []
     lock = threading.Lock()
     best_score = [float("-inf")]
 
@@ -261,6 +265,8 @@ def synthesize(search: Search, *, llm: LLM | None, prompts: PromptBuilder, evalu
                 ev = outcome.evaluation
                 score = 0.0 if ev.buggy else ev.score
                 best_score[0] = max(best_score[0], score)
+                if outcome.program is not None and not ev.buggy:
+                    programs.append((request.call, outcome.program, score))
                 event = {"call": request.call, "action": request.action, "score": score,
                          "buggy": ev.buggy, "best": best_score[0], "budget": budget,
                          "tokens": accounting.tokens, "replayed": request.call in recorded,
@@ -278,7 +284,8 @@ def synthesize(search: Search, *, llm: LLM | None, prompts: PromptBuilder, evalu
         return SynthesisResult(None, None, None, accounting, search, run_dir, history)
     call, program, _ = best
     evaluation = (run_dir.load_evaluation(call, program) if run_dir else None) or best[2]
-    result = SynthesisResult(call, program, evaluation, accounting, search, run_dir, history)
+    result = SynthesisResult(call, program, evaluation, accounting, search, run_dir, history,
+                             programs=programs)
     if finish is not None:  # also after a time limit: the fit has its own cap (FitConfig)
         from codeworld.synthesis.finish import finish_run
 

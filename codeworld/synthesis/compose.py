@@ -1,0 +1,246 @@
+"""Composing a run's programs component by component: each part of the output from the program that
+predicts it best.
+
+A search writes many programs, and a small model's programs are often right in different places:
+one moves the position correctly and gets the reward wrong, another the reverse. Both scoring
+modes give a transition credit that is a sum over components (each next-state dimension, the
+reward, the done flag; `codeworld.scoring.scorer.evaluate`), so a program that takes every
+component from the program best at it scores at least as well as each of them, and the choice can
+be made one component at a time.
+
+`compose_programs` runs the candidates in the sandbox over the buffer (their predictions are data
+and come back to the parent, which only compares them with the recorded transitions), picks a
+source for every component on those predictions, and writes an ordinary program that contains
+the chosen candidates side by side (their module-level names prefixed so that they cannot clash)
+and a ``step`` that calls each once and assembles the output. That program is untrusted like its
+parts: the caller scores it in the sandbox like any other and keeps it only when it scores higher.
+Only programs in the functional form (a module-level ``def step``) take part.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+# How the composed program's header names the candidates it came from.
+_HEADER = "# Composed by codeworld from the programs of calls {calls}: each output component is\n" \
+          "# taken from the program that predicts it best on the buffer.\n"
+
+
+@dataclass
+class Composition:
+    """The outcome of `compose_programs`.
+
+    Attributes:
+        status: ``"composed"``, or why not: ``"one_program"`` (one candidate is best at every
+            component), ``"too_few"`` (fewer than two usable candidates), ``"not_functional"``
+            (the chosen programs could not be put side by side).
+        source: the composed program (``"composed"`` only).
+        choice: per component (``state[i]`` by its index, ``"reward"``, ``"done"``), the call
+            of the program it is taken from.
+        calls: the calls whose programs the composition uses, best first.
+        predicted_score: the score the composition's predictions would have (computed from the
+            candidates' predictions; the composed program is scored again in the sandbox).
+        candidate_scores: the score of each candidate run here, by call.
+    """
+
+    status: str
+    source: str | None = None
+    choice: dict[str, int] = field(default_factory=dict)
+    calls: list[int] = field(default_factory=list)
+    predicted_score: float | None = None
+    candidate_scores: dict[int, float] = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        return {"status": self.status, "choice": self.choice, "calls": self.calls,
+                "predicted_score": self.predicted_score,
+                "candidate_scores": {str(k): v for k, v in self.candidate_scores.items()}}
+
+
+def compose_programs(candidates: list[tuple[int, str]], scorer: Any, *, timeout_s: float = 60.0,
+                     max_programs: int = 4) -> Composition:
+    """Pick, for each output component, the candidate that predicts it best, and write the program.
+
+    Args:
+        candidates: ``(call, source)`` of the programs to draw from, best first (the first is the
+            default source of every component: it keeps the composition small on ties).
+        scorer: the run's `codeworld.scoring.Scorer` (its buffer, mode and sandbox limits).
+        timeout_s: wall-clock limit of each candidate's prediction request.
+        max_programs: how many candidates (the first ones) are run and may take part.
+    """
+    from codeworld.model import ModelSourceError
+    from codeworld.sandbox import ModelWorker
+    from codeworld.scoring.scorer import Predictions
+
+    usable: list[tuple[int, str, Any]] = []
+    scores: dict[int, float] = {}
+    for call, source in candidates:
+        if len(usable) >= max_programs:
+            break
+        if _step_function(source) is None:
+            continue
+        try:
+            worker = ModelWorker(source, discrete=scorer.spec.discrete, compile=scorer.compile,
+                                 limits=scorer.limits)
+        except ModelSourceError:
+            continue
+        with worker:
+            report, predictions = scorer.score_worker(worker, timeout_s=timeout_s)
+        if predictions is None or report.status != "ok":
+            continue
+        usable.append((call, source, predictions))
+        scores[call] = report.score
+    if len(usable) < 2:
+        return Composition("too_few", candidate_scores=scores)
+
+    base = usable[0][2]
+    n, d = base.next_states.shape
+    parts = {"state": base.next_states.copy(), "reward": base.rewards.copy(), "done": base.dones.copy()}
+    index = {**{str(j): 0 for j in range(d)}, "reward": 0, "done": 0}
+
+    def score(next_states, rewards, dones) -> float:
+        return scorer.score_predictions(Predictions(next_states, rewards, dones, n)).score
+
+    for component in list(index):
+        best_k, best = 0, None
+        for k, (_, _, pred) in enumerate(usable):
+            states, rewards, dones = parts["state"].copy(), parts["reward"], parts["done"]
+            if component == "reward":
+                rewards = pred.rewards
+            elif component == "done":
+                dones = pred.dones
+            else:
+                states[:, int(component)] = pred.next_states[:, int(component)]
+            value = score(states, rewards, dones)
+            if best is None or value > best + 1e-12:
+                best_k, best = k, value
+        index[component] = best_k
+        chosen = usable[best_k][2]
+        if component == "reward":
+            parts["reward"] = chosen.rewards.copy()
+        elif component == "done":
+            parts["done"] = chosen.dones.copy()
+        else:
+            parts["state"][:, int(component)] = chosen.next_states[:, int(component)]
+    predicted = score(parts["state"], parts["reward"], parts["done"])
+    choice = {(f"state[{c}]" if c.isdigit() else c): usable[k][0] for c, k in index.items()}
+    used = sorted(set(index.values()))
+    if used == [0]:
+        return Composition("one_program", choice=choice, calls=[usable[0][0]],
+                           predicted_score=predicted, candidate_scores=scores)
+    source = compose_source([usable[k][1] for k in used], [usable[k][0] for k in used],
+                            {c: used.index(k) for c, k in index.items()}, d)
+    if source is None:
+        return Composition("not_functional", choice=choice, predicted_score=predicted,
+                           candidate_scores=scores)
+    return Composition("composed", source, choice, [usable[k][0] for k in used], predicted, scores)
+
+
+def compose_source(sources: list[str], calls: list[int], index: dict[str, int], state_dim: int) -> str | None:
+    """The program that takes component ``c`` of its output from ``sources[index[c]]``.
+
+    `index` maps ``"0"`` .. ``str(state_dim - 1)``, ``"reward"`` and ``"done"`` to positions in
+    `sources`. None when a source is not a module with a ``def step`` or the result does not parse.
+    """
+    imports: list[str] = []
+    bodies: list[str] = []
+    for k, source in enumerate(sources):
+        tree = _parse(source)
+        if tree is None or _step_function(source) is None:
+            return None
+        body = []
+        for node in tree.body:
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                line = ast.unparse(node)
+                if line not in imports:
+                    imports.append(line)
+            elif not _is_main_guard(node):
+                body.append(node)
+        tree.body = body
+        _Prefix(f"_p{k}_", _module_names(tree)).visit(tree)
+        bodies.append(f"# --- the program of call {calls[k]}\n{ast.unparse(ast.fix_missing_locations(tree))}\n")
+    if "import numpy as np" not in imports:
+        imports.append("import numpy as np")
+    lines = ["def step(state, action):"]
+    for k in range(len(sources)):
+        lines.append(f"    out{k} = _p{k}_step(np.array(state, dtype=np.float64), action)")
+        lines.append(f"    s{k} = np.asarray(out{k}[0], dtype=np.float64).reshape(-1)")
+    values = ", ".join(f"s{index[str(j)]}[{j}]" for j in range(state_dim))
+    lines.append(f"    next_state = np.array([{values}], dtype=np.float64)")
+    lines.append(f"    return next_state, float(out{index['reward']}[1]), bool(out{index['done']}[2])")
+    text = (_HEADER.format(calls=", ".join(str(c) for c in calls)) + "\n".join(imports) + "\n\n\n"
+            + "\n\n".join(bodies) + "\n\n" + "\n".join(lines) + "\n")
+    return text if _parse(text) is not None else None
+
+
+def _parse(source: str) -> ast.Module | None:
+    try:
+        return ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+
+
+def _step_function(source: str) -> ast.FunctionDef | None:
+    tree = _parse(source)
+    if tree is None:
+        return None
+    return next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "step"), None)
+
+
+def _is_main_guard(node: ast.AST) -> bool:
+    """``if __name__ == "__main__":`` (a program's own test code, not part of the model)."""
+    return (isinstance(node, ast.If) and isinstance(node.test, ast.Compare)
+            and isinstance(node.test.left, ast.Name) and node.test.left.id == "__name__")
+
+
+def _module_names(tree: ast.Module) -> set[str]:
+    """The names a module defines at its top level (functions, classes, variables)."""
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        else:
+            for sub in ast.walk(node):
+                if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
+                    names.add(sub.id)
+    return names
+
+
+class _Prefix(ast.NodeTransformer):
+    """Prefixes every use of the given names (definitions, references, parameters, ``global``)."""
+
+    def __init__(self, prefix: str, names: set[str]):
+        self.prefix, self.names = prefix, names
+
+    def _name(self, name: str) -> str:
+        return self.prefix + name if name in self.names else name
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        node.id = self._name(node.id)
+        return node
+
+    def visit_arg(self, node: ast.arg) -> ast.AST:
+        node.arg = self._name(node.arg)
+        return self.generic_visit(node)
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
+        node.name = self._name(node.name)
+        return self.generic_visit(node)
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> ast.AST:
+        node.name = self._name(node.name)
+        return self.generic_visit(node)
+
+    def visit_Global(self, node: ast.Global) -> ast.AST:
+        node.names = [self._name(n) for n in node.names]
+        return node
+
+    def visit_keyword(self, node: ast.keyword) -> ast.AST:
+        # a call's keyword names a parameter, which was prefixed as well when it is a module name
+        if node.arg is not None:
+            node.arg = self._name(node.arg)
+        return self.generic_visit(node)
+
