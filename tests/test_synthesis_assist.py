@@ -85,6 +85,14 @@ def test_scaffold_without_a_table_numbers_the_components_and_reads_whole_numbers
     assert numbered.names == ("s0", "s1", "s2") and numbered.named_from == "numbered"
 
 
+def test_the_skeleton_starts_the_reward_at_the_most_frequent_recorded_one():
+    assert "    reward = 0.0\n" in build_scaffold(GREENHOUSE, GREENHOUSE_TEXT).skeleton()
+    rewards = np.array([1.0, 1.0, -0.5, 1.0, 0.0], dtype=np.float32)
+    scaffold = build_scaffold(GREENHOUSE, GREENHOUSE_TEXT, rewards=rewards)
+    assert scaffold.reward_default == 1.0 and "    reward = 1.0\n" in scaffold.skeleton()
+    ast.parse(scaffold.skeleton())
+
+
 def test_prompts_show_the_scaffold_and_start_each_answer_as_code():
     scaffold = build_scaffold(GREENHOUSE, GREENHOUSE_TEXT)
     prompts = CwmbPrompts(GREENHOUSE_TEXT, scaffold)

@@ -254,6 +254,6 @@ def make_cwmb_world(env_id: str, *, buffer: Any = None, mode: str = "sound",
     assist = assist or AssistConfig()
     scorer = Scorer(env_id, buffer, mode=mode, compile=compile)
     description = describe(scorer.spec.env_id)
-    scaffold = build_scaffold(scorer.spec, description)
+    scaffold = build_scaffold(scorer.spec, description, rewards=scorer.buffer.rewards)
     prompts = CwmbPrompts(description, scaffold if assist.scaffold else None)
     return prompts, ScorerEvaluator(scorer, timeout_s, assist, scaffold.names)

@@ -26,6 +26,8 @@ import re
 import textwrap
 from dataclasses import dataclass
 
+import numpy as np
+
 # Names a component must not take: the contract's own, and those of the modules it may use.
 _RESERVED = {"state", "action", "step", "next_state", "reward", "done", "np", "numpy", "math",
              "self", "int", "float", "bool", "abs", "min", "max", "round", "sum", "len", "range",
@@ -51,6 +53,8 @@ class Scaffold:
         action_high: highest value of a continuous action's entries.
         named_from: where the names came from: ``"table"``, ``"single"`` or ``"numbered"``.
         max_unpacked: at most this many components are unpacked one per line in the skeleton.
+        reward_default: the reward the skeleton starts from: the most frequent reward of the
+            recorded data when the scaffold is built with it, else 0.0.
     """
 
     names: tuple[str, ...]
@@ -63,6 +67,7 @@ class Scaffold:
     action_high: float
     named_from: str
     max_unpacked: int = 32
+    reward_default: float = 0.0
 
     @property
     def state_dim(self) -> int:
@@ -129,7 +134,7 @@ class Scaffold:
         what = "the new values of the names above" if n <= self.max_unpacked else "the new s"
         return (self.head()
                 + f"    # ... compute {what}, `reward` and `done` here ...\n"
-                + "    reward = 0.0\n"
+                + f"    reward = {self.reward_default!r}\n"
                 + "    done = False\n"
                 + self.tail())
 
@@ -141,7 +146,7 @@ class Scaffold:
                 f"```python\n{self.skeleton()}```")
 
 
-def build_scaffold(spec, description: str = "", max_unpacked: int = 32) -> Scaffold:
+def build_scaffold(spec, description: str = "", max_unpacked: int = 32, rewards=None) -> Scaffold:
     """The scaffold of an environment from its spec and description (see the module docstring).
 
     Args:
@@ -149,6 +154,8 @@ def build_scaffold(spec, description: str = "", max_unpacked: int = 32) -> Scaff
             ``action_dim``, ``action_low``, ``action_high``, ``state_atol``, ``state_rtol``).
         description: the description text shown to the LLM.
         max_unpacked: states longer than this are not unpacked one name per line.
+        rewards: the recorded rewards, if any: the skeleton's reward starts as the most frequent
+            of them (a program that leaves it alone is then right wherever the data is typical).
     """
     n = int(spec.obs_dim)
     labels = component_labels(description, n)
@@ -163,8 +170,13 @@ def build_scaffold(spec, description: str = "", max_unpacked: int = 32) -> Scaff
     low = min(spec.action_low) if len(spec.action_low) else 0.0
     high = max(spec.action_high) if len(spec.action_high) else 0.0
     integer = float(spec.state_atol) == 0.0 and float(spec.state_rtol) == 0.0
+    reward_default = 0.0
+    if rewards is not None and len(rewards):
+        values, counts = np.unique(np.asarray(rewards, dtype=np.float64), return_counts=True)
+        reward_default = float(values[np.argmax(counts)])
     return Scaffold(tuple(names), tuple(labels), integer, discrete, int(spec.n_actions),
-                    int(spec.action_dim), float(low), float(high), named_from, max_unpacked)
+                    int(spec.action_dim), float(low), float(high), named_from, max_unpacked,
+                    reward_default)
 
 
 # ------------------------------------------------------------------------------------ tables
