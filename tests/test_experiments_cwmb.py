@@ -150,6 +150,9 @@ def test_aid_ablation_variants_switch_off_one_aid_each():
     _, config = job_config(job, job_options(job))
     assert config.assist.scaffold and config.assist.checks and config.assist.error_summary
     assert finish_config(job, job_options(job)).fit_constants is False
+    job = Job("CartPole-v1", "gif-mcts/no-compose", 0, "scripted:x", 2)
+    finish = finish_config(job, job_options(job))
+    assert finish.compose is False and finish.fit_constants is True
     plain = Job("CartPole-v1", "gif-mcts", 0, "scripted:x", 2, {"finish": {"speed_step": False}})
     assert finish_config(plain, job_options(plain)).speed_step is False
 

@@ -28,6 +28,7 @@ ABLATIONS: dict[str, dict[str, Any]] = {
     "no-checks": {"assist.checks": False},
     "no-summary": {"assist.error_summary": False},
     "no-fit": {"assist.fit_constants": False, "finish.fit_constants": False},
+    "no-compose": {"finish.compose": False},
 }
 
 
