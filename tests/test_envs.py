@@ -117,6 +117,15 @@ def test_description_keeps_the_documented_sections_and_drops_the_rest(env_id):
     assert description_path(env_id).read_text(encoding="utf-8") == text
 
 
+def test_description_drops_citation_marks_and_keeps_bracketed_values():
+    from codeworld.envs.descriptions import _clean
+
+    text = _clean('By Sutton and Barto [<a href="#ref">1</a>]. The goal is at [3, 11], state `[47]`.')
+    assert text == "By Sutton and Barto. The goal is at [3, 11], state `[47]`."
+    cliff = describe("CliffWalking-v1")
+    assert "goal located at [3, 11]" in cliff and "enters state `[47]`" in cliff
+
+
 def test_v4_mujoco_description_comes_from_v5_docstring():
     text = describe("Hopper-v4")
     assert "v5 version" in text

@@ -40,7 +40,9 @@ DESCRIPTION_DIR = data_dir("descriptions")
 _HEADING = re.compile(r"^ {0,3}(#{1,6})\s+(.*?)\s*$")  # CommonMark: up to 3 spaces before
 _MD_LINK = re.compile(r"\[([^\]]*)\]\((?:[^()]|\([^()]*\))*\)")
 _HTML_TAG = re.compile(r"<[^>]+>")
-_CITATION = re.compile(r"\s*\[\d+(?:,\s*\d+)*\]")
+# A citation mark is a bracketed number holding a link to the references (``[<a href="#ref">1</a>]``);
+# a bare bracketed number or pair is content (a grid cell ``[3, 11]``, a state ``[36]``) and stays.
+_CITATION = re.compile(r"\s*\[\s*<a\s[^>]*>\s*\d+\s*</a>\s*\]")
 _URL = re.compile(r"\s*\(?https?://\S+\)?")
 
 
@@ -66,9 +68,9 @@ def _docstring_class(spec: EnvSpec) -> tuple[type, str]:
 def _clean(text: str) -> str:
     """Drop links, HTML tags, citation marks and fenced code blocks from docstring markdown."""
     text = re.sub(r"```.*?```", "", text, flags=re.S)
+    text = _CITATION.sub("", text)
     text = _MD_LINK.sub(r"\1", text)
     text = _HTML_TAG.sub("", text)
-    text = _CITATION.sub("", text)
     text = _URL.sub("", text)
     text = re.sub(r"\n{3,}", "\n\n", text)
     return text.strip()
