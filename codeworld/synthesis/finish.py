@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from codeworld.sandbox import PROGRAM_TIMEOUT_S
 from codeworld.synthesis.config import FinishConfig
 
 FIT_FILE = "fit.json"
@@ -47,7 +48,7 @@ def finish_run(result: Any, evaluator: Any, config: FinishConfig, run_dir: Any =
     if scorer is None:
         return {"skipped": "the evaluator has no scorer"}
     record: dict = {"call": result.best_call}
-    timeout_s = getattr(evaluator, "timeout_s", 60.0)
+    timeout_s = getattr(evaluator, "timeout_s", PROGRAM_TIMEOUT_S)
 
     if config.fit_constants and result.best_evaluation.report.get("fitted"):
         # the search already replaced this program by its fit: fitting it again repeats the work
