@@ -27,8 +27,9 @@ from typing import Any
 
 from codeworld.agent.config import AgentConfig
 from codeworld.agent.envs import ObjectEnv
-from codeworld.agent.evaluate import PLAN_OP, AgentEvaluator, ModelCheck
+from codeworld.agent.evaluate import AgentEvaluator, ModelCheck
 from codeworld.agent.model import normalize_state
+from codeworld.agent.ops import op_evaluate, op_plan
 from codeworld.agent.prompting import AgentPrompts, PromptContext
 from codeworld.sandbox import Sandbox, SandboxLimits
 from codeworld.synthesis.rex import PoolEntry, Rex
@@ -240,7 +241,7 @@ class WorldCoderAgent:
         if self.program is None:
             return None
         c = self.config
-        reply = self.sandbox.call(PLAN_OP, timeout_s=c.eval_timeout_s, source=self.program,
+        reply = self.sandbox.call(op_plan, timeout_s=c.eval_timeout_s, source=self.program,
                                   state=state, mission=mission, n_actions=env.n_actions,
                                   max_nodes=c.plan_max_nodes, max_depth=c.plan_max_depth)
         if reply.status == "timeout":
@@ -265,7 +266,7 @@ class WorldCoderAgent:
     def _explains(self, env: ObjectEnv, t: dict, result: LevelResult) -> bool:
         if self.program is None:
             return False
-        reply = self.sandbox.call("codeworld.agent.ops:op_evaluate", timeout_s=self.config.eval_timeout_s,
+        reply = self.sandbox.call(op_evaluate, timeout_s=self.config.eval_timeout_s,
                                   source=self.program, transitions=[t], starts=[],
                                   n_actions=env.n_actions)
         return reply.ok and reply.value["correct"] == 1

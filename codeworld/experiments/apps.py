@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from codeworld.experiments.jobs import Job
+from codeworld.sandbox.ops import SandboxTimeout, candidate_error, compile_candidate, sandbox_op
 from codeworld.synthesis.types import FIX, GENERATE, IMPROVE, Evaluation, Request
 
 PROMPT_DIR = Path(__file__).resolve().parent / "prompts"
@@ -141,16 +142,11 @@ def load_problems(path: str | Path) -> list[Problem]:
 # ------------------------------------------------------------------------------------------ running
 
 
+@sandbox_op
 def op_run_tests(ctx, source: str, inputs: list, fn_name: str | None = None) -> int:
     """Sandbox op: run `source` on each input, emitting ``{"test", "output" | "error"}`` per test."""
-    import linecache
-
-    from codeworld.sandbox._guards import SandboxTimeout
-    from codeworld.sandbox._worker import candidate_error
-
     ctx.state["filename"] = FILENAME
-    linecache.cache[FILENAME] = (len(source), None, source.splitlines(True), FILENAME)
-    code = compile(source, FILENAME, "exec")
+    code = compile_candidate(source, FILENAME)
     for k, test_input in enumerate(inputs):
         stdout = io.StringIO()
         saved = sys.stdin, sys.stdout
@@ -260,7 +256,7 @@ def run_tests(source: str, inputs: list, outputs: list, fn_name: str | None = No
     n = len(inputs)
     limits = SandboxLimits(timeout_s=timeout_s * max(1, n), memory_bytes=2 << 30)
     with Sandbox(limits) as box:
-        result = box.call("codeworld.experiments.apps:op_run_tests", source=source,
+        result = box.call(op_run_tests, source=source,
                           inputs=list(inputs), fn_name=fn_name)
     got: list[Any] = [None] * n
     errors: list[str | None] = [None] * n

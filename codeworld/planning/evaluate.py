@@ -26,9 +26,10 @@ import numpy as np
 
 from codeworld.planning.config import SPEED_ONLY_FIELDS, config_to_dict, make_config
 from codeworld.planning.planners import ModelAccess, decision_seed, make_planner
+from codeworld.sandbox import DECISION_TIMEOUT_S
 
 Progress = Callable[[str, int, int], None]  # (policy, episode, step)
-DEFAULT_DECISION_TIMEOUT_S = 120.0
+DEFAULT_DECISION_TIMEOUT_S = DECISION_TIMEOUT_S
 _CACHE_VERSION = 1
 # A planner whose results changed for the same config and seed gets a new version of its own, so
 # that the other planners' cached baselines stay valid (cem 2: normals drawn in pairs).
@@ -248,6 +249,7 @@ def run_model(env_id: str, source: str, config=None, episodes: int = 10, seed: i
     than `decision_timeout_s` for one decision ends the run with that sandbox status and message.
     """
     from codeworld.envs import decode_action, encode_obs, get_spec
+    from codeworld.planning.ops import plan_act, plan_reset
     from codeworld.sandbox import ModelWorker, SandboxLimits
 
     spec = get_spec(env_id)
@@ -267,10 +269,10 @@ def run_model(env_id: str, source: str, config=None, episodes: int = 10, seed: i
         def decide(env, obs, episode, t):
             nonlocal model_steps
             if t == 0:
-                started = worker.call("codeworld.planning.ops:plan_reset", **reset_args)
+                started = worker.call(plan_reset, **reset_args)
                 if not started.ok:
                     raise _Stop(started.status, f"loading the model failed: {started.summary()}")
-            result = worker.call("codeworld.planning.ops:plan_act", timeout_s=decision_timeout_s,
+            result = worker.call(plan_act, timeout_s=decision_timeout_s,
                                  state=encode_obs(spec.env_id, obs), seed=decision_seed(seed, episode, t))
             if not result.ok:
                 where = f"episode {episode}, step {t}"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from codeworld.sandbox import PROGRAM_TIMEOUT_S
 from codeworld.synthesis.types import FIX, GENERATE, IMPROVE, Evaluation, Request
 
 
@@ -128,7 +129,7 @@ class ScorerEvaluator:
         names: one name per state component for the error summary (default: ``s0, s1, ...``).
     """
 
-    def __init__(self, scorer: Any, timeout_s: float = 60.0, assist: Any = None,
+    def __init__(self, scorer: Any, timeout_s: float = PROGRAM_TIMEOUT_S, assist: Any = None,
                  names: tuple[str, ...] | None = None):
         from codeworld.synthesis.config import AssistConfig
 
@@ -232,7 +233,7 @@ class ScorerEvaluator:
 
 
 def make_cwmb_world(env_id: str, *, buffer: Any = None, mode: str = "sound",
-                    compile: bool = False, timeout_s: float = 60.0,
+                    compile: bool = False, timeout_s: float = PROGRAM_TIMEOUT_S,
                     assist: Any = None) -> tuple[CwmbPrompts, ScorerEvaluator]:
     """The prompts and the evaluator for one CWMB environment.
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from codeworld.sandbox import PROGRAM_TIMEOUT_S
 from codeworld.synthesis.config import FinishConfig
 
 COMPOSE_FILE = "compose.json"
@@ -95,7 +96,7 @@ def finish_run(result: Any, evaluator: Any, config: FinishConfig, run_dir: Any =
     if scorer is None:
         return {"skipped": "the evaluator has no scorer"}
     record: dict = {"call": result.best_call}
-    timeout_s = getattr(evaluator, "timeout_s", 60.0)
+    timeout_s = getattr(evaluator, "timeout_s", PROGRAM_TIMEOUT_S)
 
     if config.compose and not result.best_evaluation.buggy:
         record["compose"] = _compose(result, evaluator, scorer, config, timeout_s, run_dir)
