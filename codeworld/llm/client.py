@@ -24,9 +24,11 @@ from pathlib import Path
 from typing import Any, Callable
 
 from codeworld.llm.accounting import Accounting
-from codeworld.llm.backends import Backend, BackendOptions, make_backend
+from codeworld.llm.backends import make_backend
 from codeworld.llm.cache import CompletionCache, default_cache_root, request_key
 from codeworld.llm.types import (
+    Backend,
+    BackendOptions,
     Completion,
     LLMUnavailableError,
     Sampling,
