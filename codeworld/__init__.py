@@ -31,7 +31,7 @@ _EXPORTS = {
     "FitConfig": "codeworld.fitting",
     "FitResult": "codeworld.fitting",
     "fit_constants": "codeworld.fitting",
-    "LLM": "codeworld.llm",
+    "LLMClient": "codeworld.llm",
     "Completion": "codeworld.llm",
     "LLMConfig": "codeworld.llm",
     "Sampling": "codeworld.llm",
@@ -88,7 +88,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names load lazi
     from codeworld.envs.buffers import ReplayBuffer, load_buffer
     from codeworld.envs.descriptions import describe
     from codeworld.fitting import FitConfig, FitResult, fit_constants
-    from codeworld.llm import LLM, Completion, LLMConfig, Sampling, extract_code, make_llm
+    from codeworld.llm import Completion, LLMClient, LLMConfig, Sampling, extract_code, make_llm
     from codeworld.model import ModelSourceError, ModelSourceInfo, check_model_source
     from codeworld.planning import CemConfig, MctsConfig, PlanEvaluation, evaluate
     from codeworld.sandbox import ModelWorker, Prediction, Sandbox, SandboxLimits, SandboxResult

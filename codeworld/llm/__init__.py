@@ -8,9 +8,9 @@ Prompts are template files filled by `render`; programs are taken from completio
 `extract_code`.
 """
 
-from codeworld.llm.accounting import Accounting
+from codeworld.llm.accounting import LLMAccounting
 from codeworld.llm.backends import backend_names, make_backend, register_backend
-from codeworld.llm.client import LLM, LLMConfig, RetryPolicy, add_llm_arguments, llm_from_args, make_llm
+from codeworld.llm.client import LLMClient, LLMConfig, RetryPolicy, add_llm_arguments, llm_from_args, make_llm
 from codeworld.llm.extract import CodeExtractionError, ExtractedCode, defines_world_model, extract_code, extract_program
 from codeworld.llm.hf import HFBackend
 from codeworld.llm.openai_compatible import OpenAIBackend
@@ -29,9 +29,7 @@ from codeworld.llm.types import (
 )
 
 __all__ = [
-    "LLM",
     "PROMPT_NAMES",
-    "Accounting",
     "Backend",
     "BackendNotInstalledError",
     "BackendOptions",
@@ -39,6 +37,8 @@ __all__ = [
     "Completion",
     "ExtractedCode",
     "HFBackend",
+    "LLMAccounting",
+    "LLMClient",
     "LLMConfig",
     "LLMError",
     "LLMUnavailableError",
