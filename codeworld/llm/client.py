@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from codeworld.llm.accounting import LLMAccounting
-from codeworld.llm.backends import make_backend
+from codeworld.llm.backends import backend_names, make_backend
 from codeworld.llm.cache import CompletionCache, default_cache_root, request_key
 from codeworld.llm.types import (
     Backend,
@@ -246,8 +246,9 @@ def add_llm_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("LLM")
     group.add_argument("--llm", default=os.environ.get("CODEWORLD_LLM", DEFAULT_SPEC),
                        metavar="SPEC",
-                       help="local (embedded, default), openai:MODEL, hf:MODEL or scripted:FILE "
-                            "(default from CODEWORLD_LLM, else local)")
+                       help="local (embedded, default), openai:MODEL, hf:MODEL, scripted:FILE or another "
+                            f"registered backend (registered: {', '.join(backend_names())}; "
+                            "default from CODEWORLD_LLM, else local)")
     group.add_argument("--llm-base-url", default=None, metavar="URL",
                        help="OpenAI-compatible endpoint (default: OPENAI_BASE_URL)")
     group.add_argument("--llm-api-key", default=None, metavar="KEY",
