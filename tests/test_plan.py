@@ -15,10 +15,10 @@ import pytest
 from codeworld.cli import main
 from codeworld.envs import encode_action, make_env
 from codeworld.planning import CemConfig, MctsConfig, evaluate, make_config, normalized_return
-from codeworld.planning.config import config_from_dict, config_to_dict
 from codeworld.planning.evaluate import UNLIMITED_ENV_MAX_STEPS
 from codeworld.planning.oracle import OracleModel
 from codeworld.planning.ops import plan_act, plan_reset
+from codeworld.planning.registry import config_from_dict, config_to_dict
 from codeworld.sandbox import ModelWorker
 
 MODELS = Path(__file__).parent / "models"

@@ -18,7 +18,7 @@ from codeworld.agent.ops import op_evaluate
 from codeworld.agent.model import AgentModelError, check_agent_source, state_diff
 from codeworld.agent.prompting import compact
 from codeworld.sandbox import Sandbox
-from codeworld.synthesis.types import Evaluation
+from codeworld.synthesis.types import ProgramEvaluation
 
 
 
@@ -136,13 +136,13 @@ class AgentEvaluator:
         self.checks.append(result)
         return result
 
-    def evaluate(self, program: str) -> Evaluation:
-        """The `Evaluation` REx needs: score, whether buggy, and feedback for the next prompt."""
+    def evaluate(self, program: str) -> ProgramEvaluation:
+        """The `ProgramEvaluation` REx needs: score, whether buggy, and feedback for the next prompt."""
         result = self.check(program)
         score = result.score(self.optimism)
-        return Evaluation(score, result.failed, self.feedback(result), None,
-                          {"check": result.to_json(), "score": score,
-                           "accepted": result.accepted(self.optimism)})
+        return ProgramEvaluation(score, result.failed, self.feedback(result), None,
+                                 {"check": result.to_json(), "score": score,
+                                 "accepted": result.accepted(self.optimism)})
 
     # ------------------------------------------------------------------ feedback text
 

@@ -92,7 +92,8 @@ class EnvSpec:
         action_high: upper bounds of a continuous action box (empty for discrete spaces).
         obs_dim: length of the encoded (flat float64) observation.
         action_dim: length of an action vector (1 for discrete spaces: the action as one number).
-        planner: ``"mcts"`` (discrete actions) or ``"cem"`` (continuous actions), as in the paper.
+        planner: the name of its default planner in `codeworld.planning.registry`: ``"mcts"``
+            (discrete actions) or ``"cem"`` (continuous actions), as in the paper.
         state_atol: absolute tolerance on each next-state dimension (sound scoring).
         state_rtol: relative tolerance on each next-state dimension (sound scoring).
         reward_atol: absolute tolerance on the reward (sound scoring).

@@ -33,7 +33,7 @@ from typing import Any
 
 from codeworld.experiments.jobs import Job
 from codeworld.sandbox.ops import SandboxTimeout, candidate_error, compile_candidate, sandbox_op
-from codeworld.synthesis.types import FIX, GENERATE, IMPROVE, Evaluation, Request
+from codeworld.synthesis.types import FIX, GENERATE, IMPROVE, ProgramEvaluation, Request
 
 PROMPT_DIR = Path(__file__).resolve().parent / "prompts"
 FILENAME = "solution.py"
@@ -333,7 +333,7 @@ class AppsEvaluator:
         self.tests = tests
         self.timeout_s = timeout_s
 
-    def evaluate(self, program: str) -> Evaluation:
+    def evaluate(self, program: str) -> ProgramEvaluation:
         p = self.problem
         inputs = [p.inputs[k] for k in self.tests]
         outputs = [p.outputs[k] for k in self.tests]
@@ -345,14 +345,14 @@ class AppsEvaluator:
             else:
                 k = next(i for i, e in enumerate(run.errors) if e is not None)
                 feedback = f"{run.errors[k]}\nIt happened on the input:\n{_show(inputs[k])}"
-            return Evaluation(0.0, True, feedback, None, report)
+            return ProgramEvaluation(0.0, True, feedback, None, report)
         failed = [k for k, ok in enumerate(run.passed) if not ok]
         if not failed:
-            return Evaluation(1.0, False, "", None, report)
+            return ProgramEvaluation(1.0, False, "", None, report)
         k = failed[0]
         mis = {"input": inputs[k], "expected": outputs[k], "got": run.outputs[k]}
         feedback = f"wrong answer on input {_show(inputs[k])!r}: expected {_show(outputs[k])!r}"
-        return Evaluation(run.fraction, False, feedback, mis, report)
+        return ProgramEvaluation(run.fraction, False, feedback, mis, report)
 
 
 def search_tests(problem: Problem, fraction: float = 0.5) -> list[int]:

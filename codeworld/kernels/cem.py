@@ -233,7 +233,6 @@ def cem_plan(model, start_state, low, high, init_mean, init_std, iterations: int
     """
     start_state, low, high, init_mean, init_std = _prepare(start_state, low, high, init_mean, init_std)
     seed = int(seed) & ((1 << 64) - 1)
-    horizon = init_mean.shape[0]
     threads = resolve_threads(threads)
     plan, best, mean, std, status, steps = select(cpp=_cem_cpp, numba=_cem_with_numba)(
         model, start_state, low, high, init_mean, init_std, int(iterations), int(num_samples),

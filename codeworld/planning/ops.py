@@ -12,13 +12,15 @@ through its C function pointer; any other through one batched Python call per de
 
 from __future__ import annotations
 
+import importlib
 from types import SimpleNamespace
+
 import numpy as np
 
 from codeworld import model as cwm
 from codeworld.kernels.mcts import PlanningModelError
-from codeworld.planning.config import config_from_dict
-from codeworld.planning.planners import ModelAccess, make_planner
+from codeworld.planning.planners import ModelAccess
+from codeworld.planning.registry import PLANNERS, config_from_dict, make_planner
 from codeworld.sandbox.ops import OpFailure, loaded_model, sandbox_op
 
 
@@ -46,9 +48,16 @@ def python_step_batch(model: cwm.LoadedModel):
 
 
 @sandbox_op
-def plan_reset(ctx, config: dict, n_actions: int = 0, action_low=(), action_high=()) -> dict:
-    """Create the planner for a new episode. Returns how the model is reached."""
+def plan_reset(ctx, config: dict, n_actions: int = 0, action_low=(), action_high=(),
+               planner_module: str | None = None) -> dict:
+    """Create the planner for a new episode. Returns how the model is reached.
+
+    `planner_module` is the module that defines the planner: imported here when the planner is not
+    registered yet (one registered outside codeworld registers itself there).
+    """
     model = loaded_model(ctx)
+    if planner_module and config.get("planner") not in PLANNERS:
+        importlib.import_module(planner_module)
     spec = SimpleNamespace(n_actions=n_actions, action_low=tuple(action_low), action_high=tuple(action_high))
     planner = ctx.state.get("planner")
     cfg = config_from_dict(config)

@@ -95,7 +95,7 @@ class Predictions:
 
 
 @dataclass(frozen=True)
-class Evaluation:
+class TransitionScores:
     """Per-transition results of one mode (arrays of length n) and their summary."""
 
     credit: np.ndarray
@@ -117,7 +117,7 @@ def _balanced_mean(values: np.ndarray, classes: np.ndarray) -> float:
     return float(np.mean(totals / counts))
 
 
-def evaluate(buffer: ReplayBuffer, spec: EnvSpec, mode: str, predictions: Predictions) -> Evaluation:
+def evaluate(buffer: ReplayBuffer, spec: EnvSpec, mode: str, predictions: Predictions) -> TransitionScores:
     """Compare `predictions` with `buffer` in `mode` (kernel call plus vectorized summaries)."""
     from codeworld.kernels.check import check_transitions  # imports Numba: only when scoring
 
@@ -157,8 +157,8 @@ def evaluate(buffer: ReplayBuffer, spec: EnvSpec, mode: str, predictions: Predic
         "reward": float(reward_ok.mean()),
         "done": float(done_ok.mean()),
     }
-    return Evaluation(credit, right, wrong_state, ~reward_ok, ~done_ok, score, float(right.mean()),
-                      components, skill)
+    return TransitionScores(credit, right, wrong_state, ~reward_ok, ~done_ok, score, float(right.mean()),
+                            components, skill)
 
 
 def floor_predictions(buffer: ReplayBuffer) -> Predictions:
@@ -378,7 +378,7 @@ class Scorer:
         return self.score_predictions(empty, status=status, message=message, line=line,
                                       started=started)
 
-    def _first_error(self, ev: Evaluation, predictions: Predictions, status: str,
+    def _first_error(self, ev: TransitionScores, predictions: Predictions, status: str,
                      message: str | None, line: int | None) -> dict[str, Any] | None:
         buf = self.buffer
         wrong = np.flatnonzero(~ev.right[:predictions.n_predicted])

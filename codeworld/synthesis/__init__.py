@@ -10,14 +10,14 @@ from codeworld.synthesis.gif_mcts import GifMcts
 from codeworld.synthesis.registry import METHODS, Method, get_method, register_method
 from codeworld.synthesis.rex import Rex, ZeroShot
 from codeworld.synthesis.run_dir import RunDir
-from codeworld.synthesis.runner import Accounting, RunDivergedError, SynthesisResult, synthesize
+from codeworld.synthesis.runner import RunDivergedError, SearchAccounting, SynthesisResult, synthesize
 from codeworld.synthesis.types import (
     FIX,
     GENERATE,
     IMPROVE,
-    Evaluation,
     Evaluator,
     Outcome,
+    ProgramEvaluation,
     PromptBuilder,
     Request,
 )
@@ -27,14 +27,13 @@ __all__ = [
     "GENERATE",
     "IMPROVE",
     "METHODS",
-    "Accounting",
     "AssistConfig",
-    "Evaluation",
     "Evaluator",
     "GifMcts",
     "GifMctsConfig",
     "Method",
     "Outcome",
+    "ProgramEvaluation",
     "PromptBuilder",
     "Request",
     "Rex",
@@ -42,6 +41,7 @@ __all__ = [
     "RunDir",
     "RunDivergedError",
     "SamplingConfig",
+    "SearchAccounting",
     "SynthesisResult",
     "ZeroShot",
     "ZeroShotConfig",

@@ -29,7 +29,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from codeworld.synthesis.types import Evaluation
+from codeworld.synthesis.types import ProgramEvaluation
 
 RUN_FILE = "run.json"
 CALLS_DIR = "calls"
@@ -133,7 +133,7 @@ class RunDir:
         """Every saved call record, by call index."""
         return self._load_numbered(CALLS_DIR)
 
-    def save_program(self, call: int, program: str | None, evaluation: Evaluation) -> None:
+    def save_program(self, call: int, program: str | None, evaluation: ProgramEvaluation) -> None:
         """Save the program a call wrote and its evaluation."""
         if program is not None:
             write_atomic(self.program_path(call), program)
@@ -172,7 +172,7 @@ class RunDir:
         """Every saved in-search fit record, by call index (empty for runs without fits)."""
         return self._load_numbered(FITS_DIR)
 
-    def load_evaluation(self, call: int, program: str | None) -> Evaluation | None:
+    def load_evaluation(self, call: int, program: str | None) -> ProgramEvaluation | None:
         """The saved evaluation of a call's program, if it is for this very program."""
         report = self.report_path(call)
         if not report.is_file():
@@ -184,7 +184,7 @@ class RunDir:
             path = self.program_path(call)
             if not path.is_file() or path.read_text(encoding="utf-8") != program:
                 return None
-        return Evaluation.from_json(record)
+        return ProgramEvaluation.from_json(record)
 
     def program_reports(self) -> dict[int, dict]:
         """Every saved program evaluation, by call index."""
@@ -193,7 +193,7 @@ class RunDir:
     # ------------------------------------------------------------------ state
 
     def save_state(self, tree: dict, accounting: dict,
-                   best: tuple[int, str, Evaluation] | None) -> None:
+                   best: tuple[int, str, ProgramEvaluation] | None) -> None:
         """Save the search state, the accounting and the best program so far."""
         write_atomic(self.path / TREE_FILE, _dump(tree))
         write_atomic(self.path / ACCOUNTING_FILE, _dump(accounting))
