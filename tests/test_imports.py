@@ -18,9 +18,6 @@ ROOT = Path(__file__).resolve().parent.parent / PACKAGE
 
 # Circles known and owned by other work, each as its sorted modules. Empty this when they go.
 KNOWN_CYCLES: set[tuple[str, ...]] = {
-    # codeworld.llm.backends <-> codeworld.llm.local: removed by the split of the LLM backends
-    # into one module each (issue 16, part 16c).
-    ("codeworld.llm.backends", "codeworld.llm.local"),
     # Not yet untangled: the registry resolves unknown ids through derive and datasets, which
     # build specs with the registry's types and read files with buffers; buffers looks specs up
     # in the registry and collects a missing buffer with collection, which makes buffers. The
