@@ -21,13 +21,6 @@ KNOWN_CYCLES: set[tuple[str, ...]] = {
     # codeworld.llm.backends <-> codeworld.llm.local: removed by the split of the LLM backends
     # into one module each (issue 16, part 16c).
     ("codeworld.llm.backends", "codeworld.llm.local"),
-    # Not yet untangled: the registry resolves unknown ids through derive and datasets, which
-    # build specs with the registry's types and read files with buffers; buffers looks specs up
-    # in the registry and collects a missing buffer with collection, which makes buffers. The
-    # way out: the spec types in a module of their own, derive and datasets registered with the
-    # registry as resolvers, and the buffer file format apart from the lookup of a buffer by id.
-    ("codeworld.envs.buffers", "codeworld.envs.collection", "codeworld.envs.datasets",
-     "codeworld.envs.derive", "codeworld.envs.registry"),
 }
 
 
