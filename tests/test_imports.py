@@ -18,13 +18,6 @@ ROOT = Path(__file__).resolve().parent.parent / PACKAGE
 
 # Circles known and owned by other work, each as its sorted modules. Empty this when they go.
 KNOWN_CYCLES: set[tuple[str, ...]] = {
-    # Not yet untangled: the registry resolves unknown ids through derive and datasets, which
-    # build specs with the registry's types and read files with buffers; buffers looks specs up
-    # in the registry and collects a missing buffer with collection, which makes buffers. The
-    # way out: the spec types in a module of their own, derive and datasets registered with the
-    # registry as resolvers, and the buffer file format apart from the lookup of a buffer by id.
-    ("codeworld.envs.buffers", "codeworld.envs.collection", "codeworld.envs.datasets",
-     "codeworld.envs.derive", "codeworld.envs.registry"),
 }
 
 
