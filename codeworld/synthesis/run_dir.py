@@ -123,8 +123,11 @@ class RunDir:
         return self.update_spec(status=RunStatus(status))
 
     def begin(self, spec: RunSpec) -> RunSpec:
-        """Mark the run running: write ``spec`` for a new run; for a run already started here,
-        keep its spec and take only the new budget. Returns the spec written."""
+        """Mark the run running, as a job that may be rerun does.
+
+        A new run gets ``spec``; a run already started here keeps its own spec and takes only
+        the new budget (so a rerun continues the run it finds). Returns the spec written.
+        """
         if not self.exists():
             spec = spec.replace(status=RunStatus.RUNNING)
             self.init(spec)
