@@ -59,6 +59,8 @@ _EXPORTS = {
     "Rex": "codeworld.synthesis",
     "RexConfig": "codeworld.synthesis",
     "RunDir": "codeworld.synthesis",
+    "RunSpec": "codeworld.synthesis",
+    "RunStatus": "codeworld.synthesis",
     "ZeroShot": "codeworld.synthesis",
     "ZeroShotConfig": "codeworld.synthesis",
     "synthesize": "codeworld.synthesis",
@@ -94,5 +96,5 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names load lazi
     from codeworld.sandbox import ModelWorker, Prediction, Sandbox, SandboxLimits, SandboxResult
     from codeworld.scoring import Scorer, ScoreReport, score_model
     from codeworld.speed import SpeedReport, speed_step
-    from codeworld.synthesis import (GifMcts, GifMctsConfig, Rex, RexConfig, RunDir, ZeroShot,
-                                     ZeroShotConfig, synthesize)
+    from codeworld.synthesis import (GifMcts, GifMctsConfig, Rex, RexConfig, RunDir, RunSpec,
+                                     RunStatus, ZeroShot, ZeroShotConfig, synthesize)

@@ -11,7 +11,7 @@ import pytest
 
 from codeworld.cli import main
 from codeworld.envs.registry import EnvSpec
-from codeworld.synthesis import AssistConfig, GifMcts, Rex, RunDir, synthesize
+from codeworld.synthesis import AssistConfig, GifMcts, Rex, RunDir, RunSpec, synthesize
 from codeworld.synthesis.checks import static_problems
 from codeworld.synthesis.cwmb import CwmbPrompts, make_cwmb_world
 from codeworld.synthesis.fakes import ScriptedLLM
@@ -170,7 +170,7 @@ def test_a_repair_is_recorded_in_the_run_dir_and_is_not_an_llm_call(tmp_path):
     prompts, evaluator = make_cwmb_world("CartPole-v1")
     llm = ScriptedLLM([fence(missing_math)])
     run_dir = RunDir(tmp_path / "run")
-    run_dir.init({"method": "worldcoder"})
+    run_dir.init(RunSpec("worldcoder"))
     result = synthesize(Rex(seed=0), llm=llm, prompts=prompts, evaluator=evaluator, budget=1,
                         run_dir=run_dir)
     assert llm.calls == [0] and result.accounting.calls == 1 and result.accounting.repairs == 1
@@ -190,7 +190,7 @@ def test_static_check_messages_reach_fix_without_running_the_program(tmp_path):
     prompts, evaluator = make_cwmb_world("CartPole-v1")
     llm = ScriptedLLM([fence(wrong_form), fence(MODEL.read_text())])
     run_dir = RunDir(tmp_path / "run")
-    run_dir.init({"method": "gif-mcts"})
+    run_dir.init(RunSpec("gif-mcts"))
     result = synthesize(GifMcts(seed=0), llm=llm, prompts=prompts, evaluator=evaluator, budget=2,
                         run_dir=run_dir)
     first = json.loads((tmp_path / "run" / "programs" / "0000.json").read_text())
@@ -264,7 +264,7 @@ def test_improve_prompt_shows_the_error_summary_with_component_names(tmp_path):
     prompts, evaluator = make_cwmb_world("CartPole-v1", assist=AssistConfig(fit_constants=False))
     llm = ScriptedLLM([fence(wrong), fence(good)])
     run_dir = RunDir(tmp_path / "run")
-    run_dir.init({"method": "worldcoder"})
+    run_dir.init(RunSpec("worldcoder"))
     synthesize(Rex(seed=0), llm=llm, prompts=prompts, evaluator=evaluator, budget=2, run_dir=run_dir)
     first = json.loads((tmp_path / "run" / "programs" / "0000.json").read_text())
     assert not first["buggy"] and first["feedback"].startswith("Over all 568 recorded transitions")

@@ -34,6 +34,7 @@ from codeworld.agent.prompting import AgentPrompts, PromptContext
 from codeworld.sandbox import Sandbox, SandboxLimits
 from codeworld.synthesis.rex import PoolEntry, Rex
 from codeworld.synthesis.run_dir import RunDir, write_atomic
+from codeworld.synthesis.run_spec import RunSpec
 from codeworld.synthesis.runner import synthesize
 
 
@@ -213,9 +214,9 @@ class WorldCoderAgent:
         run = None
         if self.run_dir is not None:
             run = RunDir(self.run_dir / "rewrites" / f"{index:04d}")
-            run.init({"method": "worldcoder-agent-rewrite", "level": env.name, "reason": reason,
-                      "mission": mission, "data": len(self.data), "optimism": c.optimism,
-                      "seed": c.seed + index})
+            run.init(RunSpec.new("worldcoder-agent-rewrite", seed=c.seed + index,
+                                 extra={"level": env.name, "reason": reason, "mission": mission,
+                                        "data": len(self.data), "optimism": c.optimism}))
         out = synthesize(search, llm=self.llm, prompts=prompts, evaluator=evaluator, budget=budget,
                          run_dir=run, seed=c.seed + 1000 * index, sampling=c.sampling)
         acc = out.accounting

@@ -373,7 +373,7 @@ def run_apps_job(job: Job, workdir: str) -> dict:
     """Solve one APPS problem (``job.env_id`` is ``apps/<problem id>``) and judge it on all tests."""
     from codeworld.experiments.cwmb_job import job_config
     from codeworld.llm import make_llm
-    from codeworld.synthesis import RunDir, synthesize
+    from codeworld.synthesis import RunDir, RunSpec, synthesize
 
     options = {**APPS_JOB_DEFAULTS, **job.options}
     unknown = set(job.options) - set(APPS_JOB_DEFAULTS)
@@ -388,8 +388,8 @@ def run_apps_job(job: Job, workdir: str) -> dict:
     method, config = job_config(job, options)
     run_dir = RunDir(Path(workdir) / "runs" / job.key)
     if not run_dir.exists():
-        run_dir.init({"method": method.name, "problem": problem_id, "llm": job.llm,
-                      "budget": job.budget, "seed": job.seed, "job": job.to_json()})
+        run_dir.init(RunSpec.new(method.name, llm=job.llm, budget=job.budget, seed=job.seed,
+                                 job=job.to_json(), extra={"problem": problem_id}))
     tests = search_tests(problem, float(options["search_fraction"]))
     started = time.perf_counter()
     with make_llm(job.llm, run_dir=str(run_dir.path)) as llm:

@@ -104,30 +104,20 @@ def score_program(env_id: str, program: str, buffer: Any = None, timeout_s: floa
 
 def run_cwmb_job(job: Job, workdir: str) -> dict:
     """Synthesis, scoring and planning for one CWMB job (see the module docstring)."""
-    import datetime as _dt
-
-    from codeworld import __version__
     from codeworld.envs import get_spec
     from codeworld.llm import make_llm
-    from codeworld.synthesis import RunDir, synthesize
+    from codeworld.synthesis import RunDir, RunSpec, RunStatus, synthesize
     from codeworld.synthesis.cwmb import make_cwmb_world
-    from codeworld.synthesis.registry import config_to_json
 
     started = time.perf_counter()
     options = job_options(job)
     spec = get_spec(job.env_id)
     method, config = job_config(job, options)
     run_dir = RunDir(Path(workdir) / "runs" / job.key)
-    if run_dir.exists():
-        run_dir.update_meta(status="running", budget=job.budget)
-    else:
-        run_dir.init({"method": method.name, "variant": job.method, "env_id": spec.env_id,
-                      "llm": job.llm, "budget": job.budget, "seed": job.seed,
-                      "mode": options["mode"], "buffer": options["buffer"],
-                      "timeout_s": options["timeout_s"], "config": config_to_json(config),
-                      "status": "running", "job": job.to_json(),
-                      "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-                      "codeworld_version": __version__})
+    run_dir.begin(RunSpec.new(method.name, config, variant=job.method, env_id=spec.env_id,
+                              llm=job.llm, budget=job.budget, seed=job.seed, mode=options["mode"],
+                              buffer=options["buffer"], timeout_s=options["timeout_s"],
+                              job=job.to_json()))
     prompts, evaluator = make_cwmb_world(spec.env_id, buffer=options["buffer"], mode=options["mode"],
                                          timeout_s=options["timeout_s"], assist=config.assist)
     with make_llm(job.llm, run_dir=str(run_dir.path)) as llm:
@@ -135,7 +125,7 @@ def run_cwmb_job(job: Job, workdir: str) -> dict:
                             evaluator=evaluator, budget=job.budget, run_dir=run_dir,
                             seed=job.seed, sampling=config.sampling,
                             finish=finish_config(job, options))
-    run_dir.update_meta(status="finished")
+    run_dir.set_status(RunStatus.FINISHED)
     synthesis_seconds = time.perf_counter() - started
     acc = result.accounting
     out: dict[str, Any] = {

@@ -3,7 +3,7 @@
 Layout::
 
     RUN_DIR/
-      run.json            method, env, LLM, budget, seed, config, status
+      run.json            the run's `RunSpec`: method, env, LLM, budget, seed, config, status
       calls/0003.json     call 3: the request, the messages sent, the completion and its cost
       programs/0003.py    the program call 3 wrote
       programs/0003.json  its evaluation (score, buggy, feedback, the scorer's full report)
@@ -29,6 +29,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from codeworld.synthesis.run_spec import RunSpec, RunStatus
 from codeworld.synthesis.types import ProgramEvaluation
 
 RUN_FILE = "run.json"
@@ -89,21 +90,49 @@ class RunDir:
         """Whether a run was started here (its ``run.json`` exists)."""
         return (self.path / RUN_FILE).is_file()
 
-    def init(self, meta: dict) -> None:
+    def init(self, spec: RunSpec) -> None:
         """Create the directory and write ``run.json``."""
         self.path.mkdir(parents=True, exist_ok=True)
-        write_atomic(self.path / RUN_FILE, _dump(meta))
+        self._write_spec(spec)
+
+    def _write_spec(self, spec: RunSpec) -> None:
+        # The one place that writes run.json.
+        write_atomic(self.path / RUN_FILE, _dump(spec.to_json()))
 
     @property
-    def meta(self) -> dict:
-        """The contents of ``run.json``."""
-        return json.loads((self.path / RUN_FILE).read_text(encoding="utf-8"))
+    def spec(self) -> RunSpec:
+        """The run's `RunSpec`, read from ``run.json`` (also one written by an earlier version).
 
-    def update_meta(self, **changes: Any) -> dict:
-        """Change fields of ``run.json``; returns the new contents."""
-        meta = {**self.meta, **changes}
-        write_atomic(self.path / RUN_FILE, _dump(meta))
-        return meta
+        Raises:
+            ValueError: the file is not a run's spec (see `RunSpec.from_json`).
+        """
+        data = json.loads((self.path / RUN_FILE).read_text(encoding="utf-8"))
+        try:
+            return RunSpec.from_json(data)
+        except (ValueError, TypeError) as exc:
+            raise ValueError(f"{self.path / RUN_FILE}: {exc}") from None
+
+    def update_spec(self, **changes: Any) -> RunSpec:
+        """Change fields of ``run.json``; returns the new spec."""
+        spec = self.spec.replace(**changes)
+        self._write_spec(spec)
+        return spec
+
+    def set_status(self, status: RunStatus) -> RunSpec:
+        """Record where the run stands; returns the new spec."""
+        return self.update_spec(status=RunStatus(status))
+
+    def begin(self, spec: RunSpec) -> RunSpec:
+        """Mark the run running, as a job that may be rerun does.
+
+        A new run gets ``spec``; a run already started here keeps its own spec and takes only
+        the new budget (so a rerun continues the run it finds). Returns the spec written.
+        """
+        if not self.exists():
+            spec = spec.replace(status=RunStatus.RUNNING)
+            self.init(spec)
+            return spec
+        return self.update_spec(status=RunStatus.RUNNING, budget=spec.budget)
 
     # ------------------------------------------------------------------ calls and programs
 
