@@ -21,7 +21,7 @@ DATA = Path(__file__).parent / "data" / "legacy_runs"
 MODEL = Path(__file__).parent / "models" / "cartpole_functional.py"
 
 SHOWN = """\
-{run}: gif-mcts on CartPole-v1 with scripted:/tmp/legacy16a/s.json, seed 0, finished
+{run}: gif-mcts on CartPole-v1 with scripted:/tmp/legacy/s.json, seed 0, finished
 calls 2/2, tokens 0 (prompt 0 + completion 0), LLM 0 s
 best score 0.6686 (call 2): {run}/best_model.py
 actions: fix 1 (0 buggy), generate 1 (1 buggy)
@@ -76,6 +76,8 @@ def test_a_legacy_run_replays_without_an_llm_call_and_with_the_same_scores(legac
     assert json.loads((legacy_run / "best_report.json").read_text())["score"] == best["score"]
     after = json.loads((legacy_run / "run.json").read_text())
     assert after.pop("llm") == empty and before.pop("llm") != empty
+    # the finish switches of this session, which now include the composition
+    assert after.pop("finish") == {**before.pop("finish"), "compose": True}
     assert after == before  # status back to finished; config, created and version kept
 
     from codeworld.scoring import Scorer  # the saved best score is what the scorer gives today

@@ -100,6 +100,8 @@ def test_synthesize_writes_the_keys_it_wrote_before(tmp_path):
     before = legacy("synthesize")
     assert list(data) == list(before)
     assert {k: data[k] for k in ("method", "env_id", "seed", "mode", "buffer", "timeout_s",
-                                 "config", "status", "finish")} \
+                                 "config", "status")} \
         == {k: before[k] for k in ("method", "env_id", "seed", "mode", "buffer", "timeout_s",
-                                   "config", "status", "finish")}
+                                   "config", "status")}
+    # the finish switches gained the composition's
+    assert data["finish"] == {**before["finish"], "compose": True}

@@ -16,6 +16,8 @@ import time
 import traceback
 from pathlib import Path
 
+from codeworld.sandbox import PROGRAM_TIMEOUT_S
+
 DEFAULT_ENV = "CartPole-v1"
 DEFAULT_BUDGET = 12
 # Sampling for the embedded 1.5B model: temperature 0.7 as in Qwen2.5's own generation defaults, and
@@ -113,7 +115,7 @@ def synthesize_step(args, env_id: str, out: Path, table: _Table, started: float)
     config = GifMctsConfig(sampling=SamplingConfig(**DEMO_SAMPLING))
     run_dir.begin(RunSpec.new("gif-mcts", config, env_id=spec.env_id, llm=args.llm,
                               budget=args.budget, seed=args.seed, mode="sound", buffer=None,
-                              timeout_s=60.0))
+                              timeout_s=PROGRAM_TIMEOUT_S))
     prompts, evaluator = make_cwmb_world(spec.env_id, assist=config.assist)
     if args.llm == "local":
         print("  preparing the embedded model (the first time joins and checks ~1.1 GB)...",
@@ -151,6 +153,12 @@ def synthesize_step(args, env_id: str, out: Path, table: _Table, started: float)
                               + f": {out / 'best_model.py'}")
     table.data.update(best_call=result.best_call + 1, best_buggy=ev.buggy,
                       search_score=None if ev.buggy else ev.score)
+    compose = result.finish.get("compose")
+    if compose:
+        from codeworld.synthesis.finish import compose_verdict
+
+        table.add("composition", compose_verdict(compose))
+        table.data["compose"] = compose
     fit = result.finish.get("fit")
     if fit and "accepted" in fit:
         verdict = ("kept" + (", now the best program" if fit.get("became_best") else "")
@@ -176,7 +184,7 @@ def score_step(env_id: str, result, table: _Table) -> None:
         from codeworld.scoring import Scorer
 
         for mode in ("sound", "paper"):
-            report = Scorer(env_id, mode=mode).score_source(result.best_program, timeout_s=120)
+            report = Scorer(env_id, mode=mode).score_source(result.best_program, timeout_s=2 * PROGRAM_TIMEOUT_S)
             floor = report.floor.score if report.floor else None
             ceiling = report.ceiling.score if report.ceiling else None
             status = "" if report.ok else f"  ({report.status}: {report.message})"

@@ -17,6 +17,7 @@ DEFAULT_BUDGET = 10
 
 
 from codeworld.envs.arguments import ENV_HELP, add_env_arguments
+from codeworld.sandbox import PROGRAM_TIMEOUT_S
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -48,12 +49,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="scoring mode used as the search signal (default sound)")
     parser.add_argument("--buffer", default=None, metavar="FILE.npz|paper",
                         help="replay buffer file, or 'paper' for the paper's buffer (default: the committed one)")
-    parser.add_argument("--timeout", type=float, default=60.0, metavar="S",
+    parser.add_argument("--timeout", type=float, default=PROGRAM_TIMEOUT_S, metavar="S",
                         help="seconds one program may take over the whole buffer (default 60)")
     parser.add_argument("--time-limit", type=float, default=None, metavar="MIN",
                         help="start no new LLM call after this many minutes (resume later to go on)")
     parser.add_argument("--no-fit", action="store_true",
                         help="fit no constants to the buffer (neither in the search nor after it)")
+    parser.add_argument("--no-compose", action="store_true",
+                        help="do not compose the best programs component by component after the search")
     parser.add_argument("--no-speed-step", action="store_true",
                         help="do not compile or port the best program and measure its speed")
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
@@ -149,15 +152,16 @@ def run(args: argparse.Namespace) -> int:
         llm = llm_from_args(args, run_dir=str(run_dir.path), slots=getattr(config, "parallel", 1))
         prompts, evaluator = make_cwmb_world(
             spec.env_id, buffer=spec.buffer, mode=spec.mode or "sound",
-            timeout_s=60.0 if spec.timeout_s is None else spec.timeout_s, assist=config.assist)
+            timeout_s=PROGRAM_TIMEOUT_S if spec.timeout_s is None else spec.timeout_s, assist=config.assist)
     except (ValueError, LLMError, OSError) as exc:
         run_dir.set_status(RunStatus.NOT_STARTED)
         print(f"codeworld synthesize: {exc}", file=sys.stderr)
         return 2
     from codeworld.synthesis.config import FinishConfig
 
-    finish = FinishConfig(fit_constants=not args.no_fit, speed_step=not args.no_speed_step)
-    run_dir.update_spec(finish={"fit_constants": finish.fit_constants,
+    finish = FinishConfig(fit_constants=not args.no_fit, speed_step=not args.no_speed_step,
+                          compose=not args.no_compose)
+    run_dir.update_spec(finish={"compose": finish.compose, "fit_constants": finish.fit_constants,
                                 "speed_step": finish.speed_step})
     budget = int(spec.budget)
     print(f"codeworld synthesize: {method.name} on {spec.env_id} with {args.llm}, "
@@ -203,6 +207,11 @@ def summary_text(result) -> str:
         ev = result.best_evaluation
         state = "buggy" if ev.buggy else f"score {ev.score:.4f}"
         lines.append(f"best program: call {result.best_call + 1}, {state}")
+    compose = result.finish.get("compose")
+    if compose:
+        from codeworld.synthesis.finish import compose_verdict
+
+        lines.append(f"  composition:   {compose_verdict(compose)}")
     fit = result.finish.get("fit")
     if fit and "skipped" in fit:
         lines.append(f"  constant fit:  skipped, {fit['skipped']}")

@@ -23,18 +23,19 @@ from typing import Any
 
 from codeworld.experiments.jobs import Job, split_method
 from codeworld.experiments.outcomes import run_outcomes
+from codeworld.sandbox import DECISION_TIMEOUT_S, PROGRAM_TIMEOUT_S
 
 # What a job does when its options do not say (planning follows the paper: 10 episodes).
 CWMB_JOB_DEFAULTS: dict[str, Any] = {
     "mode": "sound",          # scoring mode used as the search signal
     "buffer": None,           # replay buffer of the search (None: the committed one)
-    "timeout_s": 60.0,        # seconds one program may take over the buffer
+    "timeout_s": PROGRAM_TIMEOUT_S,        # seconds one program may take over the buffer
     "overrides": {},          # config fields, e.g. {"ucb_c": 0.2}
     "sampling": {},           # sampling fields, e.g. {"temperature": 0.7, "max_tokens": 1024}
     "plan": True,             # plan with the best program for the normalized return
     "episodes": 10,           # planning episodes per policy
     "max_steps": None,        # cap on steps per planning episode (None: the env's limit)
-    "decision_timeout_s": 120.0,
+    "decision_timeout_s": DECISION_TIMEOUT_S,
     "finish": {},             # FinishConfig fields after the search, e.g. {"fit_constants": False}
 }
 
@@ -86,7 +87,7 @@ def _report_summary(report) -> dict:
     }
 
 
-def score_program(env_id: str, program: str, buffer: Any = None, timeout_s: float = 60.0) -> dict:
+def score_program(env_id: str, program: str, buffer: Any = None, timeout_s: float = PROGRAM_TIMEOUT_S) -> dict:
     """Scores of a program in both modes on `buffer`, and in paper mode on the paper's buffer."""
     from codeworld.envs.buffers import PAPER, paper_buffer_path
     from codeworld.scoring import Scorer

@@ -37,6 +37,22 @@ def _dump(data: Any) -> str:
     return json.dumps(data, indent=2, default=str) + "\n"
 
 
+_COMPOSE_STATUS = {"one_program": "not needed, one program is best at every component",
+                   "too_few": "not needed, fewer than two programs ran",
+                   "not_functional": "not made, the programs are not all a module-level step"}
+
+
+def compose_verdict(compose: dict) -> str:
+    """One line on what the composition did (for the CLI's summaries)."""
+    if compose.get("status") != "composed":
+        return _COMPOSE_STATUS.get(compose.get("status"), str(compose.get("status")))
+    calls = ", ".join(str(c + 1) for c in compose.get("calls", []))
+    score = compose.get("score")
+    outcome = "buggy" if score is None else f"score {score:.4f}"
+    return (f"calls {calls} -> {outcome} (best was {compose['best_before']:.4f}), "
+            + ("now the best program" if compose.get("became_best") else "not kept"))
+
+
 def _write_best(run_dir: Any, source: str, origin: dict, evaluation: Any) -> None:
     from codeworld.synthesis.run_dir import BEST_MODEL_FILE, BEST_REPORT_FILE, write_atomic
 
