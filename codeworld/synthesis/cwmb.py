@@ -138,13 +138,17 @@ class ScorerEvaluator:
         self.assist = assist or AssistConfig()
         self.names = names
 
-    def prepare(self, program: str) -> tuple[str, list[dict]]:
-        """The program after its mechanical repairs, and the repairs (empty with checks off)."""
+    def prepare(self, program: str, parent: str = "") -> tuple[str, list[dict]]:
+        """The program after its mechanical repairs, and the repairs (empty with checks off).
+
+        `parent` is the program a fix or improve call was given: an answer with only some of
+        the program's pieces (no ``step``) is put into it first.
+        """
         if not self.assist.checks:
             return program, []
         from codeworld.synthesis.repairs import repair
 
-        repaired, repairs = repair(program)
+        repaired, repairs = repair(program, parent)
         return repaired, [r.to_json() for r in repairs]
 
     def refine(self, program: str, evaluation: ProgramEvaluation) -> tuple[str, ProgramEvaluation, dict] | None:

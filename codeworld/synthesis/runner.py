@@ -200,7 +200,7 @@ def synthesize(search: Search, *, llm: ChatModel | None, prompts: PromptBuilder,
         prepare = getattr(evaluator, "prepare", None)
         if program is not None and prepare is not None:
             original = program
-            program, repairs = prepare(program)
+            program, repairs = prepare(program, request.program)
             if repairs:
                 with lock:
                     accounting.repairs += len(repairs)

@@ -61,9 +61,10 @@ class ProgramEvaluation:
 class Evaluator(Protocol):
     """Scores a program (in a sandbox: the program is untrusted) and explains what is wrong.
 
-    An evaluator may also have ``prepare(program) -> (program, repairs)``: mechanical repairs
-    made before scoring (a list of JSON-ready records, empty when nothing changed). The runner
-    calls it when present, keeps the repaired program and records the repairs.
+    An evaluator may also have ``prepare(program, parent) -> (program, repairs)``: mechanical
+    repairs made before scoring (a list of JSON-ready records, empty when nothing changed);
+    ``parent`` is the program the call was asked to fix or improve ("" for a generate call). The
+    runner calls it when present, keeps the repaired program and records the repairs.
     """
 
     def evaluate(self, program: str) -> ProgramEvaluation: ...
