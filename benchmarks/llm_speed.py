@@ -261,7 +261,8 @@ def make_prompts(run_dir: str) -> None:
     """Writes the prompt set from a run directory: its first generate, improve and fix calls."""
     from codeworld.synthesis import RunDir
 
-    calls = RunDir(run_dir).load_calls()
+    run = RunDir(run_dir)
+    calls = run.load_calls()
     chosen, seen = [], set()
     for index in sorted(calls):
         record = calls[index]
@@ -269,10 +270,10 @@ def make_prompts(run_dir: str) -> None:
         if kind not in seen:
             seen.add(kind)
             chosen.append({"id": kind, "call": index, "messages": record["messages"]})
-    meta = json.loads((Path(run_dir) / "run.json").read_text())
+    spec = run.spec
     PROMPTS.write_text(json.dumps({
-        "source": f"codeworld synthesize {meta['env_id']} --method {meta['method']} --llm "
-                  f"{meta['llm']} --seed {meta['seed']}: calls {[c['call'] for c in chosen]}",
+        "source": f"codeworld synthesize {spec.env_id} --method {spec.method} --llm "
+                  f"{spec.llm} --seed {spec.seed}: calls {[c['call'] for c in chosen]}",
         "prompts": chosen}, indent=1, ensure_ascii=False) + "\n")
     print(f"wrote {PROMPTS} ({', '.join(c['id'] for c in chosen)})")
 

@@ -31,7 +31,7 @@ _EXPORTS = {
     "FitConfig": "codeworld.fitting",
     "FitResult": "codeworld.fitting",
     "fit_constants": "codeworld.fitting",
-    "LLM": "codeworld.llm",
+    "LLMClient": "codeworld.llm",
     "Completion": "codeworld.llm",
     "LLMConfig": "codeworld.llm",
     "Sampling": "codeworld.llm",
@@ -41,8 +41,8 @@ _EXPORTS = {
     "ModelSourceInfo": "codeworld.model",
     "check_model_source": "codeworld.model",
     "CemConfig": "codeworld.planning",
-    "Evaluation": "codeworld.planning",
     "MctsConfig": "codeworld.planning",
+    "PlanEvaluation": "codeworld.planning",
     "evaluate": "codeworld.planning",
     "ModelWorker": "codeworld.sandbox",
     "Prediction": "codeworld.sandbox",
@@ -59,6 +59,8 @@ _EXPORTS = {
     "Rex": "codeworld.synthesis",
     "RexConfig": "codeworld.synthesis",
     "RunDir": "codeworld.synthesis",
+    "RunSpec": "codeworld.synthesis",
+    "RunStatus": "codeworld.synthesis",
     "ZeroShot": "codeworld.synthesis",
     "ZeroShotConfig": "codeworld.synthesis",
     "synthesize": "codeworld.synthesis",
@@ -88,11 +90,11 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names load lazi
     from codeworld.envs.buffers import ReplayBuffer, load_buffer
     from codeworld.envs.descriptions import describe
     from codeworld.fitting import FitConfig, FitResult, fit_constants
-    from codeworld.llm import LLM, Completion, LLMConfig, Sampling, extract_code, make_llm
+    from codeworld.llm import Completion, LLMClient, LLMConfig, Sampling, extract_code, make_llm
     from codeworld.model import ModelSourceError, ModelSourceInfo, check_model_source
-    from codeworld.planning import CemConfig, Evaluation, MctsConfig, evaluate
+    from codeworld.planning import CemConfig, MctsConfig, PlanEvaluation, evaluate
     from codeworld.sandbox import ModelWorker, Prediction, Sandbox, SandboxLimits, SandboxResult
     from codeworld.scoring import Scorer, ScoreReport, score_model
     from codeworld.speed import SpeedReport, speed_step
-    from codeworld.synthesis import (GifMcts, GifMctsConfig, Rex, RexConfig, RunDir, ZeroShot,
-                                     ZeroShotConfig, synthesize)
+    from codeworld.synthesis import (GifMcts, GifMctsConfig, Rex, RexConfig, RunDir, RunSpec,
+                                     RunStatus, ZeroShot, ZeroShotConfig, synthesize)

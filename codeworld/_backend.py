@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import os
 from types import ModuleType
+from typing import Callable, TypeVar
+
+Kernel = TypeVar("Kernel", bound=Callable)
 
 _ENV_VAR = "CODEWORLD_BACKEND"
 _CHOICES = ("cpp", "numba")
@@ -56,3 +59,9 @@ def core() -> ModuleType:
     if _core_module is None:
         raise RuntimeError(f"codeworld._core is not available: {_core_import_error}")
     return _core_module
+
+
+def select(*, cpp: Kernel, numba: Kernel) -> Kernel:
+    """The implementation of a kernel for the backend in use: the one switch every kernel goes
+    through (both implementations take the same arguments and return the same results)."""
+    return cpp if backend() == "cpp" else numba

@@ -18,7 +18,7 @@ import ctypes
 import math
 import types
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -187,18 +187,35 @@ class LoadedModel:
         }
 
 
-def _exec_module(source: str, filename: str, extra_globals: dict | None = None) -> types.ModuleType:
+def compile_candidate(source: str, filename: str):
+    """Compile untrusted source under `filename`, registering its lines so that tracebacks (and
+    `codeworld.sandbox.ops.candidate_error`) show them. Raises SyntaxError."""
     import linecache
+
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    return compile(source, filename, "exec")
+
+
+def exec_candidate(source: str, filename: str, namespace: dict | None = None) -> dict:
+    """Load a candidate program: compile it (`compile_candidate`) and run its module body in
+    `namespace` (a fresh one by default), which is returned. Inside a sandbox worker only.
+
+    Raises:
+        Exception: whatever compiling or running the module body raises.
+    """
+    namespace = {} if namespace is None else namespace
+    exec(compile_candidate(source, filename), namespace)  # noqa: S102 - in the sandbox only
+    return namespace
+
+
+def _exec_module(source: str, filename: str, extra_globals: dict | None = None) -> types.ModuleType:
     import sys
 
     module = types.ModuleType(MODEL_MODULE_NAME)
     module.__file__ = filename
     module.__dict__.update(extra_globals or {})
-    # Register the source so that tracebacks and Numba's messages show the candidate's lines.
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     sys.modules[MODEL_MODULE_NAME] = module
-    code = compile(source, filename, "exec")
-    exec(code, module.__dict__)
+    exec_candidate(source, filename, module.__dict__)
     return module
 
 
@@ -426,3 +443,31 @@ def validate_output(result: Any, n_state: int) -> tuple[np.ndarray, float, bool]
     else:
         raise InvalidOutput(f"done is {raw_done!r} ({type(raw_done).__name__}), expected a boolean")
     return state, reward, done
+
+
+def step_each(step: Callable[[np.ndarray, Any], Any], states: np.ndarray, actions: np.ndarray, *,
+              discrete: bool) -> Iterator[tuple[int, tuple[np.ndarray, float, bool] | None, Exception | None]]:
+    """Step a Python ``step`` on each transition in order and validate what it returns.
+
+    The one step-then-validate loop of the Python path (scoring, planning, the constant fit).
+    ``step`` gets a copy of the state and the action as an int (discrete) or a float64 array.
+
+    Args:
+        states: (n, n_state) float64 array.
+        actions: (n, n_action) float64 array.
+
+    Yields:
+        ``(i, (next_state, reward, done), None)``, or ``(i, None, error)`` for a transition whose
+        step raised (a `SystemExit` included) or returned something outside the contract
+        (`InvalidOutput`). The caller decides whether to go on. The sandbox's own timeout and
+        other interruptions are not caught.
+    """
+    n_state = states.shape[1]
+    for i in range(len(states)):
+        action = int(actions[i, 0]) if discrete else actions[i].copy()
+        try:
+            output = validate_output(step(states[i].copy(), action), n_state)
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - the candidate's failure, yielded
+            yield i, None, exc
+        else:
+            yield i, output, None

@@ -26,11 +26,12 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from codeworld.porting import mechanical_port
+from codeworld.sandbox import PORT_CHECK_TIMEOUT_S
+from codeworld.sandbox.ops import loaded_model, sandbox_op
 
 # Relative and absolute tolerance of "predicts the same" (rounding differences of compiled math).
 SAME_RTOL = 1e-9
 SAME_ATOL = 1e-12
-SPEED_OP = "codeworld.speed:op_steps_per_second"
 
 Porter = Callable[[str, str], "str | None"]
 
@@ -100,7 +101,8 @@ def _same(a, b) -> bool:
 
 
 def check_port(original: str, port: str, states: np.ndarray, actions: np.ndarray, *,
-               discrete: bool, limits: Any = None, timeout_s: float | None = 120.0) -> PortCheck:
+               discrete: bool, limits: Any = None,
+               timeout_s: float | None = PORT_CHECK_TIMEOUT_S) -> PortCheck:
     """Compare a port (compiled) with the original (Python path) on every given transition."""
     from codeworld.model import ModelSourceError
 
@@ -139,22 +141,21 @@ def check_port(original: str, port: str, states: np.ndarray, actions: np.ndarray
 def measure_steps_per_second(worker: Any, states: np.ndarray, actions: np.ndarray, *,
                              seconds: float = 0.5, horizon: int = 100) -> float | None:
     """Model steps per second of the planner's rollout loop with the program in `worker`."""
-    result = worker.call(SPEED_OP, states=states, actions=actions, seconds=seconds, horizon=horizon,
+    result = worker.call(op_steps_per_second, states=states, actions=actions, seconds=seconds, horizon=horizon,
                          timeout_s=seconds * 4 + 30)
     if not result.ok:
         return None
     return result.value["steps_per_s"]
 
 
+@sandbox_op
 def op_steps_per_second(ctx, states, actions, seconds: float = 0.5, horizon: int = 100,
                         seed: int = 0) -> dict:
     """Roll the loaded model out from buffer states with buffer actions until `seconds` pass."""
     from codeworld.kernels.rollout import rollout_batch
     from codeworld.planning.ops import python_step_batch
 
-    model = ctx.state.get("model")
-    if model is None:
-        raise RuntimeError("no model loaded in this worker (call the 'load' op first)")
+    model = loaded_model(ctx)
     rng = np.random.default_rng(seed)
     states = np.ascontiguousarray(states, dtype=np.float64).reshape(len(states), -1)
     actions = np.ascontiguousarray(actions, dtype=np.float64).reshape(len(states), -1)
@@ -183,7 +184,7 @@ def op_steps_per_second(ctx, states, actions, seconds: float = 0.5, horizon: int
 
 def speed_step(source: str, states: np.ndarray, actions: np.ndarray, *, discrete: bool,
                porters: Sequence[Porter] = (), limits: Any = None, measure_s: float = 0.5,
-               timeout_s: float | None = 120.0) -> SpeedReport:
+               timeout_s: float | None = PORT_CHECK_TIMEOUT_S) -> SpeedReport:
     """Compile the program, or port it and keep the port only if it predicts the same.
 
     Args:

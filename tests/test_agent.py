@@ -1,6 +1,7 @@
 """The WorldCoder agent's loop with a scripted LLM: rewrites, optimism, transfer, timeouts, records."""
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -167,6 +168,11 @@ def test_run_directory_has_accounting_levels_and_calls(tmp_path):
     assert (level / "model.py").read_text().strip() == GOOD.strip()
     assert json.loads((level / "level.json").read_text())["rewrites"][1]["accepted"]
     assert (tmp_path / "rewrites" / "0001" / "calls" / "0000.json").is_file()
+    spec = json.loads((tmp_path / "rewrites" / "0000" / "run.json").read_text())  # keys of before
+    legacy = json.loads((Path(__file__).parent / "data" / "legacy_runs" / "agent_rewrite.run.json")
+                        .read_text())
+    assert set(spec) == set(legacy) | {"created", "codeworld_version"}
+    assert {k: spec[k] for k in legacy} == legacy
     lines = (level / "transitions.jsonl").read_text().splitlines()
     assert len(lines) == row["env_steps"]
 

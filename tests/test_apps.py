@@ -109,6 +109,9 @@ def test_apps_job_searches_then_judges_on_all_tests(script, tmp_path):
     assert result["calls"] == 2 and result["strict"] is True and result["passed"] == 1.0
     assert [h["score"] for h in result["history"]] == [0.5, 1.0]
     assert result["search_tests"] == 2 and result["n_tests"] == 4
+    spec = json.loads((Path(result["run_dir"]) / "run.json").read_text())  # the keys of before
+    legacy = json.loads((ROOT / "tests" / "data" / "legacy_runs" / "apps_job.run.json").read_text())
+    assert set(spec) == set(legacy) | {"created", "codeworld_version"} and spec["problem"] == "0000"
 
 
 def test_harness_reports_strict_accuracy(script, tmp_path, capsys):

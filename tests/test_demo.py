@@ -8,6 +8,7 @@ from pathlib import Path
 from codeworld.cli import main
 
 MODEL = Path(__file__).parent / "models" / "cartpole_functional.py"
+LEGACY = Path(__file__).parent / "data" / "legacy_runs"
 
 
 def test_demo_synthesizes_scores_and_plans(tmp_path, capsys):
@@ -39,6 +40,10 @@ def test_demo_synthesizes_scores_and_plans(tmp_path, capsys):
         assert planning["normalized_return"] is None and "tie" in planning["note"]
     assert (out / "best_model.py").read_text() == (out / "programs" / "0000.py").read_text()
     assert "TAU = 0.03" not in (out / "best_model.py").read_text()
+    spec = json.loads((out / "run.json").read_text())  # the keys of before, and the version
+    legacy = json.loads((LEGACY / "demo.run.json").read_text())
+    assert set(spec) == set(legacy) | {"codeworld_version"}
+    assert spec["status"] == "finished" and spec["budget"] == 2 and spec["mode"] == "sound"
 
 
 def test_demo_reports_a_synthesis_that_could_not_run(tmp_path, capsys):

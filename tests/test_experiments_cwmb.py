@@ -53,6 +53,10 @@ def test_cwmb_job_synthesizes_scores_and_plans(script, tmp_path):
     assert result["scores"]["paper_on_paper_buffer"] is None  # the paper released no RTFM buffer here
     assert result["planning"]["model"]["returns"] == result["planning"]["oracle"]["returns"]
     assert "def step(state, action)" in (Path(result["run_dir"]) / "best_model.py").read_text()
+    spec = json.loads((Path(result["run_dir"]) / "run.json").read_text())  # the keys of before
+    legacy = json.loads((ROOT / "tests" / "data" / "legacy_runs" / "cwmb_job.run.json").read_text())
+    assert list(spec) == list(legacy) and spec["status"] == "finished"
+    assert spec["variant"] == "worldcoder" and spec["job"] == job.to_json()
 
 
 def test_harness_writes_tables_and_plots_and_skips_finished_jobs(script, tmp_path, capsys):

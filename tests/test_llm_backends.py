@@ -16,7 +16,7 @@ from codeworld.llm import (
     BackendNotInstalledError,
     BackendOptions,
     HFBackend,
-    LLM,
+    LLMClient,
     LLMConfig,
     RetryPolicy,
     Sampling,
@@ -47,7 +47,7 @@ def test_scripted_jsonl_and_recorded_requests(tmp_path):
     script = tmp_path / "script.jsonl"
     script.write_text('"a"\n{"text": "b"}\n')
     backend = ScriptedBackend.from_file(script)
-    llm = LLM(backend)
+    llm = LLMClient(backend)
     llm.complete(HELLO, temperature=0.3)
     llm.complete(HELLO, max_tokens=9)
     assert [s.temperature for _, s in backend.requests] == [0.3, 1.0]
@@ -75,18 +75,18 @@ class Flaky:
 def test_backoff_waits_grow_exponentially(tmp_path):
     waits = []
     policy = RetryPolicy(max_attempts=5, initial_delay_s=0.5, multiplier=2.0, max_delay_s=100, jitter=0.0)
-    llm = LLM(Flaky(3), LLMConfig(retry=policy, cache_dir=str(tmp_path)), sleep=waits.append)
+    llm = LLMClient(Flaky(3), LLMConfig(retry=policy, cache_dir=str(tmp_path)), sleep=waits.append)
     assert llm.complete(HELLO).text == "answer 4"
     assert waits == [0.5, 1.0, 2.0] and llm.accounting.retries == 3
 
 
 def test_connection_errors_are_retried(tmp_path):
-    llm = LLM(Flaky(1, "connection"), LLMConfig(cache_dir=str(tmp_path)), sleep=lambda s: None)
+    llm = LLMClient(Flaky(1, "connection"), LLMConfig(cache_dir=str(tmp_path)), sleep=lambda s: None)
     assert llm.complete(HELLO).text == "answer 2"
 
 
 def test_sampling_validation_and_unknown_parameters(tmp_path):
-    llm = LLM(Flaky(0), LLMConfig(cache_dir=str(tmp_path)))
+    llm = LLMClient(Flaky(0), LLMConfig(cache_dir=str(tmp_path)))
     with pytest.raises(TypeError, match="unknown sampling parameter"):
         llm.complete(HELLO, temprature=0.5)
     with pytest.raises(ValueError):
@@ -270,7 +270,7 @@ def fake_torch(monkeypatch):
 def test_hf_continues_an_assistant_prefill(fake_torch, tmp_path):
     tokenizer, lm = FakeTokenizer(), FakeLM()
     backend = HFBackend("fake/model", BackendOptions(), tokenizer=tokenizer, lm=lm)
-    llm = LLM(backend, LLMConfig(cache_dir=str(tmp_path)))
+    llm = LLMClient(backend, LLMConfig(cache_dir=str(tmp_path)))
     completion = llm.complete(HELLO + [{"role": "assistant", "content": "```python\n"}],
                               temperature=0.8, top_k=5, seed=10, sample=1, stop=["\nEND"])
     assert tokenizer.template_calls[-1]["continue_final_message"] is True

@@ -82,6 +82,7 @@ def test_reset_is_seeded_and_states_are_plain_json():
 
 def test_reference_model_explains_random_play_and_solves_levels():
     from codeworld.agent.reference import MINIGRID_MODEL
+    from codeworld.agent.ops import op_evaluate
     from codeworld.sandbox import Sandbox
 
     with Sandbox() as sandbox:
@@ -99,7 +100,7 @@ def test_reference_model_explains_random_play_and_solves_levels():
                 if term or trunc:
                     state, mission = env.reset(seed=2)
             start, mission = env.reset(seed=2)
-            result = sandbox.call("codeworld.agent.ops:op_evaluate", source=MINIGRID_MODEL,
+            result = sandbox.call(op_evaluate, source=MINIGRID_MODEL,
                                   transitions=data, starts=[{"state": start, "mission": mission}],
                                   n_actions=6)
             assert result.ok, result.message

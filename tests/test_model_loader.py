@@ -93,15 +93,22 @@ def test_functional_and_class_forms_agree_with_gymnasium(kernel_backend):
 
 
 def test_compiled_address_is_callable_from_the_extension():
+    """The callback's C address, stepped by the C++ extension (the test's own trusted model,
+    loaded in this process), predicts as the Python path in a worker."""
+    from codeworld._backend import core
+    from codeworld.model import load_model
+
     states, actions, *_ = _cartpole_transitions(n_episodes=1)
-    with ModelWorker(FUNCTIONAL, discrete=True) as worker:
-        via_core = worker.call("core_address_check", state=states[3], action=actions[3:4])
-        assert via_core.ok, via_core.message
-        assert via_core.value["status"] == 0
-        with ModelWorker(FUNCTIONAL, discrete=True, compile=False) as python_path:
-            reference = python_path.predict(states[3:4], actions[3:4])
-    np.testing.assert_allclose(via_core.value["next_state"], reference.next_states[0], rtol=1e-12)
-    assert via_core.value["done"] == bool(reference.dones[0])
+    model = load_model(FUNCTIONAL, discrete=True)
+    assert model.compiled, model.compile_error
+    nxt, _, done, status, stepped = core().step_batch(
+        model.address, np.asarray(states[3:4], dtype=np.float64),
+        np.asarray(actions[3:4], dtype=np.float64).reshape(1, -1), True)
+    assert stepped == 1 and status[0] == 0
+    with ModelWorker(FUNCTIONAL, discrete=True, compile=False) as python_path:
+        reference = python_path.predict(states[3:4], actions[3:4])
+    np.testing.assert_allclose(nxt[0], reference.next_states[0], rtol=1e-12)
+    assert bool(done[0]) == bool(reference.dones[0])
 
 
 def test_uncompilable_model_records_why_and_runs_in_python():

@@ -8,7 +8,7 @@ import pytest
 
 from codeworld.cli import main
 from codeworld.overrides import config_with_overrides, parse_overrides
-from codeworld.planning.config import CemConfig, MctsConfig
+from codeworld.planning import CemConfig, MctsConfig
 from codeworld.synthesis.config import GifMctsConfig
 
 

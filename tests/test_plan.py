@@ -15,9 +15,10 @@ import pytest
 from codeworld.cli import main
 from codeworld.envs import encode_action, make_env
 from codeworld.planning import CemConfig, MctsConfig, evaluate, make_config, normalized_return
-from codeworld.planning.config import config_from_dict, config_to_dict
 from codeworld.planning.evaluate import UNLIMITED_ENV_MAX_STEPS
 from codeworld.planning.oracle import OracleModel
+from codeworld.planning.ops import plan_act, plan_reset
+from codeworld.planning.registry import config_from_dict, config_to_dict
 from codeworld.sandbox import ModelWorker
 
 MODELS = Path(__file__).parent / "models"
@@ -147,9 +148,9 @@ def test_compiled_and_python_paths_in_the_worker_plan_alike(kernel_backend):
     chosen = {}
     for compile_ in (True, False):
         with ModelWorker(CARTPOLE, discrete=True, compile=compile_) as worker:
-            reset = worker.call("codeworld.planning.ops:plan_reset", config=config, n_actions=2)
+            reset = worker.call(plan_reset, config=config, n_actions=2)
             assert reset.ok and reset.value["access"] == ("compiled" if compile_ else "python")
-            replies = [worker.call("codeworld.planning.ops:plan_act", state=s, seed=3) for s in states]
+            replies = [worker.call(plan_act, state=s, seed=3) for s in states]
             assert all(r.ok for r in replies), [r.summary() for r in replies]
             chosen[compile_] = [r.value for r in replies]
     assert chosen[True] == chosen[False]  # same actions, visits, values and model steps
@@ -158,8 +159,8 @@ def test_compiled_and_python_paths_in_the_worker_plan_alike(kernel_backend):
 def test_a_model_raising_mid_plan_reports_its_line():
     with ModelWorker(RAISES_OFF_CENTRE, discrete=True) as worker:
         config = config_to_dict(make_config("mcts", num_simulations=5, rollout_depth=10))
-        assert worker.call("codeworld.planning.ops:plan_reset", config=config, n_actions=2).ok
-        result = worker.call("codeworld.planning.ops:plan_act", state=np.zeros(4), seed=0)
+        assert worker.call(plan_reset, config=config, n_actions=2).ok
+        result = worker.call(plan_act, state=np.zeros(4), seed=0)
     assert result.status == "exception"
     assert "left the centre" in result.message and result.line == 7
 
@@ -199,10 +200,10 @@ def test_cem_on_two_threads_in_the_worker_plans_as_on_one(backend_name, monkeypa
         config = config_to_dict(make_config("cem", horizon=15, iterations=3, num_samples=40, num_elites=5,
                                             threads=threads))
         with ModelWorker(PENDULUM, discrete=False) as worker:
-            reset = worker.call("codeworld.planning.ops:plan_reset", config=config, action_low=[-2.0],
+            reset = worker.call(plan_reset, config=config, action_low=[-2.0],
                                 action_high=[2.0])
             assert reset.ok and reset.value["access"] == "compiled", reset.summary()
-            reply = worker.call("codeworld.planning.ops:plan_act", state=np.array([1.0, 0.0, 0.5]), seed=4)
+            reply = worker.call(plan_act, state=np.array([1.0, 0.0, 0.5]), seed=4)
             assert reply.ok, reply.summary()
             plans[threads] = reply.value
     assert plans[1] == plans[2]

@@ -1,4 +1,7 @@
-"""Batched stepping and rollouts of a compiled model: C++ and Numba against the Python reference."""
+"""Batched stepping and rollouts of a compiled model: C++ and Numba against the Python reference.
+
+The models here are the tests' own, trusted: the rollout kernels are run on them in this process.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +10,9 @@ from pathlib import Path
 import numpy as np
 
 from codeworld import ModelWorker
+from codeworld._backend import backend
+from codeworld.kernels.rollout import rollout_batch, rollout_batch_reference
+from codeworld.model import load_model
 
 MODELS = Path(__file__).parent / "models"
 CARTPOLE = (MODELS / "cartpole_functional.py").read_text()
@@ -15,11 +21,12 @@ PENDULUM = (MODELS / "pendulum_functional.py").read_text()
 
 
 def _rollouts(source: str, discrete: bool, starts, actions, gamma):
-    with ModelWorker(source, discrete=discrete) as worker:
-        result = worker.call("codeworld.kernels.rollout:op_rollout_parity", start_states=starts,
-                             actions=actions, gamma=gamma)
-    assert result.ok, result.message
-    return result.value
+    model = load_model(source, discrete=discrete)
+    assert model.compiled, model.compile_error
+    returns, steps, status = rollout_batch(model, starts, actions, gamma)
+    ref_returns, ref_steps = rollout_batch_reference(model.step, starts, actions, gamma, discrete=discrete)
+    return {"backend": backend(), "returns": returns, "steps": steps, "status": status,
+            "ref_returns": ref_returns, "ref_steps": ref_steps}
 
 
 def test_cartpole_rollouts_match_the_reference(kernel_backend):

@@ -12,6 +12,7 @@ from codeworld.synthesis import (
     Rex,
     RunDir,
     RunDivergedError,
+    RunSpec,
     get_method,
     synthesize,
 )
@@ -33,7 +34,7 @@ def script(call: int, messages) -> str:
 def run(path, llm, method="gif-mcts", budget=BUDGET, seed=3, config=None):
     run_dir = RunDir(path)
     if not run_dir.exists():
-        run_dir.init({"method": method, "seed": seed, "budget": budget})
+        run_dir.init(RunSpec(method, seed=seed, budget=budget))
     search = get_method(method).make(config, seed=seed)
     return synthesize(search, llm=llm, prompts=EchoPrompts(), evaluator=FakeEvaluator(),
                       budget=budget, run_dir=run_dir, seed=seed)
@@ -106,7 +107,7 @@ def test_call_saved_before_scoring_is_not_paid_again(tmp_path):
             return super().evaluate(program)
 
     run_dir = RunDir(tmp_path / "r")
-    run_dir.init({})
+    run_dir.init(RunSpec("gif-mcts", seed=3))
     llm = ScriptedLLM(script)
     with pytest.raises(KeyboardInterrupt):
         synthesize(GifMcts(seed=3), llm=llm, prompts=EchoPrompts(), evaluator=FailingEvaluator(),

@@ -233,6 +233,17 @@ def test_unknown_op_is_an_error_record_not_a_crash():
         assert sandbox.call("ping").value == "pong"
 
 
+def test_only_functions_declared_as_ops_run_in_a_worker():
+    from codeworld.sandbox.ops import op_name
+
+    with Sandbox() as sandbox:
+        # a codeworld function that is not an op (here: one that would exec its argument) is refused
+        result = sandbox.call("codeworld.model:exec_candidate", source="x = 1", filename="x.py")
+        assert result.status == "exception" and "unknown sandbox op" in result.message
+    with pytest.raises(TypeError, match="not a sandbox op"):
+        op_name(len)
+
+
 def test_two_hundred_candidates_do_not_leak_descriptors_or_processes():
     me = psutil.Process()
     _run(_model("return state + 1.0, 0.0, False"))  # warm-up: lazy imports, caches

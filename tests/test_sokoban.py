@@ -3,6 +3,7 @@
 import pytest
 
 from codeworld.agent.model import state_key
+from codeworld.agent.ops import op_plan
 from codeworld.agent.sokoban import LEVELS, GeneratorConfig, SokobanEnv, generate_level, make_sokoban, parse_level, render_level, step_state
 from codeworld.sandbox import Sandbox
 
@@ -105,7 +106,7 @@ def test_reference_model_plans_a_solution_in_the_sandbox():
     env = make_sokoban("two-boxes")
     state, mission = env.reset()
     with Sandbox() as sandbox:
-        result = sandbox.call("codeworld.agent.ops:op_plan", source=SOKOBAN_MODEL, state=state,
+        result = sandbox.call(op_plan, source=SOKOBAN_MODEL, state=state,
                               mission=mission, n_actions=4)
     assert result.ok, result.message
     assert result.value["found"]

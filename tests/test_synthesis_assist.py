@@ -11,7 +11,7 @@ import pytest
 
 from codeworld.cli import main
 from codeworld.envs.registry import EnvSpec
-from codeworld.synthesis import AssistConfig, GifMcts, Rex, RunDir, synthesize
+from codeworld.synthesis import AssistConfig, GifMcts, Rex, RunDir, RunSpec, synthesize
 from codeworld.synthesis.checks import static_problems
 from codeworld.synthesis.cwmb import CwmbPrompts, make_cwmb_world
 from codeworld.synthesis.fakes import ScriptedLLM
@@ -170,7 +170,7 @@ def test_a_repair_is_recorded_in_the_run_dir_and_is_not_an_llm_call(tmp_path):
     prompts, evaluator = make_cwmb_world("CartPole-v1")
     llm = ScriptedLLM([fence(missing_math)])
     run_dir = RunDir(tmp_path / "run")
-    run_dir.init({"method": "worldcoder"})
+    run_dir.init(RunSpec("worldcoder"))
     result = synthesize(Rex(seed=0), llm=llm, prompts=prompts, evaluator=evaluator, budget=1,
                         run_dir=run_dir)
     assert llm.calls == [0] and result.accounting.calls == 1 and result.accounting.repairs == 1
@@ -183,6 +183,47 @@ def test_a_repair_is_recorded_in_the_run_dir_and_is_not_an_llm_call(tmp_path):
     assert accounting["calls"] == 1 and accounting["repairs"] == 1
 
 
+def test_a_fix_answer_with_only_the_missing_piece_is_put_into_the_program_it_fixes(tmp_path):
+    good = MODEL.read_text()
+    no_tau = good.replace("TAU = 0.02\n", "")
+    assert no_tau != good
+    piece = "# the missing constant; the rest of the program stays as it was\nTAU = 0.02\n"
+    prompts, evaluator = make_cwmb_world("CartPole-v1")
+    llm = ScriptedLLM([fence(no_tau), fence(piece)])
+    run_dir = RunDir(tmp_path / "run")
+    run_dir.init(RunSpec("worldcoder"))
+    result = synthesize(Rex(seed=0), llm=llm, prompts=prompts, evaluator=evaluator, budget=2,
+                        run_dir=run_dir)
+    first = json.loads((tmp_path / "run" / "programs" / "0000.json").read_text())
+    assert first["buggy"] and "TAU" in first["feedback"]
+    assert json.loads((tmp_path / "run" / "calls" / "0001.json").read_text())["request"]["action"] == "fix"
+    record = json.loads((tmp_path / "run" / "repairs" / "0001.json").read_text())
+    assert [r["kind"] for r in record["repairs"]] == ["merged_into_parent"]
+    assert record["original"].strip() == piece.strip()
+    assert "TAU = 0.02" in record["program"] and "def step(state, action):" in record["program"]
+    assert result.best_call == 1 and result.best_evaluation.score == 1.0
+    assert result.accounting.calls == 2
+
+
+def test_merging_a_partial_answer_replaces_same_named_pieces_and_leaves_whole_programs_alone():
+    from codeworld.synthesis.repairs import merge_into_parent
+
+    parent = ("import numpy as np\n\nLIMIT = 1.0\n\n\ndef clip(x):\n    return x\n\n\n"
+              "def step(state, action):\n    return np.array([clip(state[0])]), 0.0, state[0] > LIMIT\n")
+    answer = "import math\n\n\ndef clip(x):\n    return max(-LIMIT, min(LIMIT, x))\n\n\nSCALE = 2.0\n"
+    merged, repairs = merge_into_parent(answer, parent)
+    assert [r.kind for r in repairs] == ["merged_into_parent"]
+    assert merged.startswith("import math\nimport numpy as np\n")
+    assert merged.count("def clip") == 1 and "max(-LIMIT, min(LIMIT, x))" in merged
+    assert merged.index("SCALE = 2.0") < merged.index("def step") and "LIMIT = 1.0" in merged
+    namespace: dict = {}
+    exec(compile(merged, "<test>", "exec"), namespace)  # the test's own program, not an LLM's
+    assert namespace["step"](np.array([3.0]), 0)[0].tolist() == [1.0]
+    whole = parent.replace("0.0, state", "1.0, state")
+    assert merge_into_parent(whole, parent) == (whole, [])  # an answer with its own step
+    assert merge_into_parent("# nothing here\n", parent) == ("# nothing here\n", [])
+
+
 def test_static_check_messages_reach_fix_without_running_the_program(tmp_path):
     wrong_form = MODEL.read_text().replace(
         "x, x_dot, theta, theta_dot = state[0], state[1], state[2], state[3]",
@@ -190,7 +231,7 @@ def test_static_check_messages_reach_fix_without_running_the_program(tmp_path):
     prompts, evaluator = make_cwmb_world("CartPole-v1")
     llm = ScriptedLLM([fence(wrong_form), fence(MODEL.read_text())])
     run_dir = RunDir(tmp_path / "run")
-    run_dir.init({"method": "gif-mcts"})
+    run_dir.init(RunSpec("gif-mcts"))
     result = synthesize(GifMcts(seed=0), llm=llm, prompts=prompts, evaluator=evaluator, budget=2,
                         run_dir=run_dir)
     first = json.loads((tmp_path / "run" / "programs" / "0000.json").read_text())
@@ -264,7 +305,7 @@ def test_improve_prompt_shows_the_error_summary_with_component_names(tmp_path):
     prompts, evaluator = make_cwmb_world("CartPole-v1", assist=AssistConfig(fit_constants=False))
     llm = ScriptedLLM([fence(wrong), fence(good)])
     run_dir = RunDir(tmp_path / "run")
-    run_dir.init({"method": "worldcoder"})
+    run_dir.init(RunSpec("worldcoder"))
     synthesize(Rex(seed=0), llm=llm, prompts=prompts, evaluator=evaluator, budget=2, run_dir=run_dir)
     first = json.loads((tmp_path / "run" / "programs" / "0000.json").read_text())
     assert not first["buggy"] and first["feedback"].startswith("Over all 568 recorded transitions")

@@ -34,7 +34,7 @@ def test_a_run_fits_its_best_program_and_records_constants_and_speed(tmp_path, c
     assert (out / "best_model.py").read_text() == (out / "fitted_model.py").read_text()
     speed = json.loads((out / "speed.json").read_text())
     assert speed["compiled"] and speed["how"] == "as_written" and speed["steps_per_s"] > 0
-    assert json.loads((out / "run.json").read_text())["finish"] == {"fit_constants": True,
+    assert json.loads((out / "run.json").read_text())["finish"] == {"compose": True, "fit_constants": True,
                                                                     "speed_step": True}
 
 
@@ -83,14 +83,14 @@ def test_no_fit_switches_off_the_fit_in_the_search_too(tmp_path):
 
 def test_a_class_form_best_program_is_planned_with_through_its_kept_port(tmp_path):
     from codeworld.synthesis.fakes import ScriptedLLM
-    from codeworld.synthesis import GifMcts, GifMctsConfig, RunDir, synthesize
+    from codeworld.synthesis import GifMcts, GifMctsConfig, RunDir, RunSpec, synthesize
     from codeworld.synthesis.config import FinishConfig
     from codeworld.synthesis.cwmb import make_cwmb_world
 
     class_form = (MODEL.parent / "cartpole_class.py").read_text()
     prompts, evaluator = make_cwmb_world("CartPole-v1")
     run_dir = RunDir(tmp_path / "run")
-    run_dir.init({"method": "gif-mcts"})
+    run_dir.init(RunSpec("gif-mcts"))
     result = synthesize(GifMcts(GifMctsConfig(), seed=0), llm=ScriptedLLM([f"```python\n{class_form}```"]),
                         prompts=prompts, evaluator=evaluator, budget=1, run_dir=run_dir,
                         finish=FinishConfig(fit_constants=False))
@@ -111,6 +111,7 @@ def test_a_run_composes_programs_that_are_right_in_different_components(tmp_path
     out = tmp_path / "run"
     assert main(["synthesize", "CartPole-v1", "--llm", f"scripted:{script}", "--budget", "2",
                  "--out", str(out), "--no-fit", "--no-speed-step"]) == 0
+    assert "composition:   calls 2, 1 -> score 1.0000" in capsys.readouterr().out
     scores = [json.loads((out / "programs" / f"000{i}.json").read_text())["score"] for i in (0, 1)]
     assert max(scores) < 0.9
     compose = json.loads((out / "compose.json").read_text())
@@ -126,3 +127,9 @@ def test_a_run_composes_programs_that_are_right_in_different_components(tmp_path
     # the composed program is an ordinary model: it scores on its own
     assert main(["score", "CartPole-v1", str(out / "best_model.py"), "--json"]) == 0
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["score"] > 0.999
+    # switched off: no composition, the search's best stays
+    off = tmp_path / "off"
+    assert main(["synthesize", "CartPole-v1", "--llm", f"scripted:{script}", "--budget", "2",
+                 "--out", str(off), "--no-fit", "--no-speed-step", "--no-compose"]) == 0
+    assert not (off / "compose.json").exists()
+    assert (off / "best_model.py").read_text().strip() == pole_only.strip()

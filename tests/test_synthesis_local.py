@@ -2,7 +2,8 @@
 
 Three LLM calls with the 1.5B model on the CPU (answers capped at 400 tokens): the slowest test
 of the suite, kept because it is the path `make demo` takes. It checks the run, not the model's
-skill: the run directory is complete and the best report is the best program's.
+skill: the run directory is complete and the best report is the best program's (or the better
+program the finish step made from it: a composition or a constant fit).
 """
 
 from __future__ import annotations
@@ -38,7 +39,11 @@ def test_gif_mcts_with_the_embedded_model_writes_a_complete_run(tmp_path, capsys
     assert len(reports) == 3
     assert all(0.0 <= r["score"] <= 1.0 for r in reports)
     best = json.loads((out / "best_report.json").read_text())
-    assert best["score"] == max(r["score"] for r in reports)
+    searched = max(r["score"] for r in reports)
+    if "composed_from" in best or "fitted_from" in best:  # the finish step made a better program
+        assert best["score"] > searched
+    else:
+        assert best["score"] == searched
     assert (out / "tree.json").exists() and (out / "accounting.json").exists()
     accounting = json.loads((out / "accounting.json").read_text())
     assert accounting["calls"] == 3

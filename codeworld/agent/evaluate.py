@@ -14,13 +14,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from codeworld.agent.ops import op_evaluate
 from codeworld.agent.model import AgentModelError, check_agent_source, state_diff
 from codeworld.agent.prompting import compact
 from codeworld.sandbox import Sandbox
-from codeworld.synthesis.types import Evaluation
+from codeworld.synthesis.types import ProgramEvaluation
 
-EVALUATE_OP = "codeworld.agent.ops:op_evaluate"
-PLAN_OP = "codeworld.agent.ops:op_plan"
 
 
 @dataclass
@@ -118,7 +117,7 @@ class AgentEvaluator:
             self.checks.append(result)
             return result
         starts = self.starts if self.optimism else []
-        reply = self.sandbox.call(EVALUATE_OP, timeout_s=self.timeout_s, source=source,
+        reply = self.sandbox.call(op_evaluate, timeout_s=self.timeout_s, source=source,
                                   transitions=self.data, starts=starts, n_actions=self.n_actions,
                                   max_nodes=self.max_nodes, max_depth=self.max_depth)
         if not reply.ok:
@@ -137,13 +136,13 @@ class AgentEvaluator:
         self.checks.append(result)
         return result
 
-    def evaluate(self, program: str) -> Evaluation:
-        """The `Evaluation` REx needs: score, whether buggy, and feedback for the next prompt."""
+    def evaluate(self, program: str) -> ProgramEvaluation:
+        """The `ProgramEvaluation` REx needs: score, whether buggy, and feedback for the next prompt."""
         result = self.check(program)
         score = result.score(self.optimism)
-        return Evaluation(score, result.failed, self.feedback(result), None,
-                          {"check": result.to_json(), "score": score,
-                           "accepted": result.accepted(self.optimism)})
+        return ProgramEvaluation(score, result.failed, self.feedback(result), None,
+                                 {"check": result.to_json(), "score": score,
+                                 "accepted": result.accepted(self.optimism)})
 
     # ------------------------------------------------------------------ feedback text
 

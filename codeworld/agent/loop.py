@@ -27,12 +27,14 @@ from typing import Any
 
 from codeworld.agent.config import AgentConfig
 from codeworld.agent.envs import ObjectEnv
-from codeworld.agent.evaluate import PLAN_OP, AgentEvaluator, ModelCheck
+from codeworld.agent.evaluate import AgentEvaluator, ModelCheck
 from codeworld.agent.model import normalize_state
+from codeworld.agent.ops import op_evaluate, op_plan
 from codeworld.agent.prompting import AgentPrompts, PromptContext
 from codeworld.sandbox import Sandbox, SandboxLimits
 from codeworld.synthesis.rex import PoolEntry, Rex
 from codeworld.synthesis.run_dir import RunDir, write_atomic
+from codeworld.synthesis.run_spec import RunSpec
 from codeworld.synthesis.runner import synthesize
 
 
@@ -212,9 +214,9 @@ class WorldCoderAgent:
         run = None
         if self.run_dir is not None:
             run = RunDir(self.run_dir / "rewrites" / f"{index:04d}")
-            run.init({"method": "worldcoder-agent-rewrite", "level": env.name, "reason": reason,
-                      "mission": mission, "data": len(self.data), "optimism": c.optimism,
-                      "seed": c.seed + index})
+            run.init(RunSpec.new("worldcoder-agent-rewrite", seed=c.seed + index,
+                                 extra={"level": env.name, "reason": reason, "mission": mission,
+                                        "data": len(self.data), "optimism": c.optimism}))
         out = synthesize(search, llm=self.llm, prompts=prompts, evaluator=evaluator, budget=budget,
                          run_dir=run, seed=c.seed + 1000 * index, sampling=c.sampling)
         acc = out.accounting
@@ -240,7 +242,7 @@ class WorldCoderAgent:
         if self.program is None:
             return None
         c = self.config
-        reply = self.sandbox.call(PLAN_OP, timeout_s=c.eval_timeout_s, source=self.program,
+        reply = self.sandbox.call(op_plan, timeout_s=c.eval_timeout_s, source=self.program,
                                   state=state, mission=mission, n_actions=env.n_actions,
                                   max_nodes=c.plan_max_nodes, max_depth=c.plan_max_depth)
         if reply.status == "timeout":
@@ -265,7 +267,7 @@ class WorldCoderAgent:
     def _explains(self, env: ObjectEnv, t: dict, result: LevelResult) -> bool:
         if self.program is None:
             return False
-        reply = self.sandbox.call("codeworld.agent.ops:op_evaluate", timeout_s=self.config.eval_timeout_s,
+        reply = self.sandbox.call(op_evaluate, timeout_s=self.config.eval_timeout_s,
                                   source=self.program, transitions=[t], starts=[],
                                   n_actions=env.n_actions)
         return reply.ok and reply.value["correct"] == 1

@@ -1,7 +1,7 @@
 """Sandbox ops of the agent: check a model program against data, and plan over it.
 
-These functions run only inside a sandbox worker (``Sandbox.call("codeworld.agent.ops:op_...")``):
-they execute the LLM-written program. The parent never imports a program; it sends its source.
+These ops run only inside a sandbox worker (``Sandbox.call(op_evaluate, ...)``): they execute the
+LLM-written program. The parent never imports a program; it sends its source.
 A loaded program is kept in the worker (by its source), so planning many times over the same
 model loads it once. A program that loops forever is stopped by the sandbox's wall-clock limit,
 which ends that request, not the agent.
@@ -9,12 +9,12 @@ which ends that request, not the agent.
 
 from __future__ import annotations
 
-import linecache
 import math
 from collections import deque
-from typing import Any, Callable
+from typing import Callable
 
 from codeworld.agent.model import check_agent_source, copy_state, normalize_state, state_key
+from codeworld.sandbox.ops import candidate_error, exec_candidate, sandbox_op
 
 MODEL_FILENAME = "agent_model.py"
 _CACHE_KEY = "agent_models"
@@ -30,9 +30,7 @@ def _load(ctx, source: str) -> tuple[Callable, Callable]:
     if source in cache:
         return cache[source]
     check_agent_source(source)
-    linecache.cache[MODEL_FILENAME] = (len(source), None, source.splitlines(True), MODEL_FILENAME)
-    namespace: dict[str, Any] = {"__name__": "agent_model"}
-    exec(compile(source, MODEL_FILENAME, "exec"), namespace)  # noqa: S102 - in the sandbox only
+    namespace = exec_candidate(source, MODEL_FILENAME, {"__name__": "agent_model"})
     functions = (namespace["transition"], namespace["reward"])
     if not all(callable(f) for f in functions):
         raise InvalidModelOutput("transition and reward must be functions")
@@ -60,8 +58,6 @@ def _simulate(functions, state: dict, action: int, mission: str) -> tuple[dict, 
 
 
 def _error_record(exc: BaseException, index: int | None) -> dict:
-    from codeworld.sandbox._worker import candidate_error
-
     record = candidate_error(exc, MODEL_FILENAME)
     record["transition"] = index
     return record
@@ -140,6 +136,7 @@ def check_transitions(functions, transitions: list[dict], max_mismatches: int = 
     return {"n": len(transitions), "correct": correct, "mismatches": mismatches, "error": error}
 
 
+@sandbox_op
 def op_evaluate(ctx, source: str, transitions: list[dict], starts: list[dict], n_actions: int,
                 max_nodes: int = 20000, max_depth: int = 100, max_mismatches: int = 3) -> dict:
     """Data consistency over ``transitions`` and optimism from each of ``starts``.
@@ -167,6 +164,7 @@ def op_evaluate(ctx, source: str, transitions: list[dict], starts: list[dict], n
     return out
 
 
+@sandbox_op
 def op_plan(ctx, source: str, state: dict, mission: str, n_actions: int, max_nodes: int = 20000,
             max_depth: int = 100) -> dict:
     """A plan from ``state`` for ``mission`` under the model (see `bfs_plan`)."""

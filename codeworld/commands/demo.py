@@ -16,6 +16,8 @@ import time
 import traceback
 from pathlib import Path
 
+from codeworld.sandbox import PROGRAM_TIMEOUT_S
+
 DEFAULT_ENV = "CartPole-v1"
 DEFAULT_BUDGET = 12
 # Sampling for the embedded 1.5B model: temperature 0.7 as in Qwen2.5's own generation defaults, and
@@ -102,22 +104,18 @@ def synthesize_step(args, env_id: str, out: Path, table: _Table, started: float)
     """GIF-MCTS into ``out`` (resumed when it already holds a run)."""
     from codeworld.envs import get_spec
     from codeworld.llm import LLMError, make_llm
-    from codeworld.synthesis import GifMcts, GifMctsConfig, RunDir, SamplingConfig, synthesize
+    from codeworld.synthesis import (GifMcts, GifMctsConfig, RunDir, RunSpec, RunStatus,
+                                     SamplingConfig, synthesize)
     from codeworld.synthesis.config import FinishConfig
     from codeworld.commands.synthesize import progress_printer
     from codeworld.synthesis.cwmb import make_cwmb_world
-    from codeworld.synthesis.registry import config_to_json
 
     spec = get_spec(env_id)
     run_dir = RunDir(out)
     config = GifMctsConfig(sampling=SamplingConfig(**DEMO_SAMPLING))
-    if not run_dir.exists():
-        run_dir.init({"method": "gif-mcts", "env_id": spec.env_id, "llm": args.llm,
-                      "budget": args.budget, "seed": args.seed, "mode": "sound", "buffer": None,
-                      "timeout_s": 60.0, "config": config_to_json(config), "status": "running",
-                      "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")})
-    else:
-        run_dir.update_meta(budget=args.budget, status="running")
+    run_dir.begin(RunSpec.new("gif-mcts", config, env_id=spec.env_id, llm=args.llm,
+                              budget=args.budget, seed=args.seed, mode="sound", buffer=None,
+                              timeout_s=PROGRAM_TIMEOUT_S))
     prompts, evaluator = make_cwmb_world(spec.env_id, assist=config.assist)
     if args.llm == "local":
         print("  preparing the embedded model (the first time joins and checks ~1.1 GB)...",
@@ -132,12 +130,11 @@ def synthesize_step(args, env_id: str, out: Path, table: _Table, started: float)
                                                  - (time.perf_counter() - started)),
                                 finish=FinishConfig())
     except (LLMError, OSError) as exc:
-        run_dir.update_meta(status="interrupted")
+        run_dir.set_status(RunStatus.INTERRUPTED)
         table.missing.append(f"synthesis stopped: {exc}")
         return None
     acc = result.accounting
-    run_dir.update_meta(status="stopped at the time limit" if acc.stopped_by_time_limit
-                        else "finished")
+    run_dir.set_status(RunStatus.ended(acc.stopped_by_time_limit))
     limit = (f", stopped at the {args.time_limit:g}-minute limit" if acc.stopped_by_time_limit
              else "")
     table.add("LLM calls", f"{acc.calls} of {args.budget} ({acc.cached_calls} from cache, "
@@ -156,6 +153,12 @@ def synthesize_step(args, env_id: str, out: Path, table: _Table, started: float)
                               + f": {out / 'best_model.py'}")
     table.data.update(best_call=result.best_call + 1, best_buggy=ev.buggy,
                       search_score=None if ev.buggy else ev.score)
+    compose = result.finish.get("compose")
+    if compose:
+        from codeworld.synthesis.finish import compose_verdict
+
+        table.add("composition", compose_verdict(compose))
+        table.data["compose"] = compose
     fit = result.finish.get("fit")
     if fit and "accepted" in fit:
         verdict = ("kept" + (", now the best program" if fit.get("became_best") else "")
@@ -181,7 +184,7 @@ def score_step(env_id: str, result, table: _Table) -> None:
         from codeworld.scoring import Scorer
 
         for mode in ("sound", "paper"):
-            report = Scorer(env_id, mode=mode).score_source(result.best_program, timeout_s=120)
+            report = Scorer(env_id, mode=mode).score_source(result.best_program, timeout_s=2 * PROGRAM_TIMEOUT_S)
             floor = report.floor.score if report.floor else None
             ceiling = report.ceiling.score if report.ceiling else None
             status = "" if report.ok else f"  ({report.status}: {report.message})"

@@ -23,14 +23,20 @@ from codeworld.envs.arguments import ENV_HELP, add_env_arguments
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    from codeworld.planning.registry import PLANNERS
+
     parser = subparsers.add_parser(
-        "plan", help="plan with a world model on the real env: returns vs random and oracle, normalized return")
+        "plan", help="plan with a world model on the real env: returns vs random and oracle, normalized return",
+        epilog="planners: " + "; ".join(f"{e.name} ({e.actions} actions): {e.summary}" for e in PLANNERS.values()))
     parser.add_argument("env", help=ENV_HELP.split(", or logged data")[0] + " (planning needs a simulator)")
     parser.add_argument("model", nargs="?", default=None, help="path to the model program (.py)")
     add_env_arguments(parser, description=False)
     parser.add_argument("--episodes", type=int, default=10, help="seeded episodes per policy (default 10)")
     parser.add_argument("--seed", type=int, default=0, help="episode i resets with seed + i (default 0)")
     parser.add_argument("--max-steps", type=int, default=None, help="cap on steps per episode")
+    parser.add_argument("--planner", choices=list(PLANNERS), default=None,
+                        help="the planner (default: the env's own, mcts for discrete actions and cem for "
+                             "continuous ones, as in the paper)")
     parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                         help="override a planner config field, e.g. --set num_simulations=50")
     parser.add_argument("--timeout", type=float, default=None,
@@ -86,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
     from codeworld.envs.arguments import env_from_args
     from codeworld.model import ModelSourceError, check_model_source
     from codeworld.overrides import config_with_overrides, parse_overrides
-    from codeworld.planning import evaluate, make_config
+    from codeworld.planning import evaluate, get_planner, make_config
     from codeworld.planning.evaluate import DEFAULT_DECISION_TIMEOUT_S
 
     try:
@@ -98,8 +104,14 @@ def run(args: argparse.Namespace) -> int:
         print(f"codeworld plan: {spec.env_id} is logged data without a simulator: planning needs "
               "an environment to act in", file=sys.stderr)
         return EXIT_USAGE
+    planner = get_planner(args.planner or spec.planner)
+    if planner.discrete != spec.discrete:
+        kind = "discrete" if spec.discrete else "continuous"
+        print(f"codeworld plan: the {planner.name} planner plans over {planner.actions} actions and "
+              f"{spec.env_id} has {kind} ones", file=sys.stderr)
+        return EXIT_USAGE
     try:
-        config = config_with_overrides(make_config(spec.planner), parse_overrides(args.set))
+        config = config_with_overrides(make_config(planner.name), parse_overrides(args.set))
     except (TypeError, ValueError) as exc:
         print(f"codeworld plan: {exc}", file=sys.stderr)
         return EXIT_USAGE

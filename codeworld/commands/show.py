@@ -60,7 +60,7 @@ def summarize(run_path: Path) -> dict:
     from codeworld.synthesis import RunDir
 
     run_dir = RunDir(run_path)
-    meta = run_dir.meta
+    spec = run_dir.spec
     tree = run_dir.read_json("tree.json") if (run_path / "tree.json").is_file() else {}
     accounting = run_dir.read_json("accounting.json") if (run_path / "accounting.json").is_file() else {}
     nodes = tree_nodes(tree)
@@ -78,9 +78,10 @@ def summarize(run_path: Path) -> dict:
         counts["buggy"] += int(node["buggy"])
     best = run_dir.read_json("best_report.json") if (run_path / "best_report.json").is_file() else None
     return {
-        "run_dir": str(run_path), "method": meta.get("method"), "env_id": meta.get("env_id"),
-        "llm": meta.get("llm"), "seed": meta.get("seed"), "budget": meta.get("budget"),
-        "status": meta.get("status"), "calls": len(nodes), "per_call": per_call,
+        "run_dir": str(run_path), "method": spec.method, "env_id": spec.env_id,
+        "llm": spec.llm, "seed": spec.seed, "budget": spec.budget,
+        "status": None if spec.status is None else spec.status.value, "calls": len(nodes),
+        "per_call": per_call,
         "action_mix": mix, "accounting": accounting,
         "best": None if best is None else {
             "call": best["call"] + 1, "score": 0.0 if best["buggy"] else best["score"],
@@ -191,7 +192,11 @@ def run(args: argparse.Namespace) -> int:
     if not RunDir(path).exists():
         print(f"codeworld show: {path} is not a run directory (no run.json)", file=sys.stderr)
         return 2
-    summary = summarize(path)
+    try:
+        summary = summarize(path)
+    except ValueError as exc:  # a run.json that is not a run's spec
+        print(f"codeworld show: {exc}", file=sys.stderr)
+        return 2
     picture = None
     if not args.no_picture:
         tree = RunDir(path).read_json("tree.json") if (path / "tree.json").is_file() else {}

@@ -17,6 +17,7 @@ DEFAULT_BUDGET = 10
 
 
 from codeworld.envs.arguments import ENV_HELP, add_env_arguments
+from codeworld.sandbox import PROGRAM_TIMEOUT_S
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -48,12 +49,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="scoring mode used as the search signal (default sound)")
     parser.add_argument("--buffer", default=None, metavar="FILE.npz|paper",
                         help="replay buffer file, or 'paper' for the paper's buffer (default: the committed one)")
-    parser.add_argument("--timeout", type=float, default=60.0, metavar="S",
+    parser.add_argument("--timeout", type=float, default=PROGRAM_TIMEOUT_S, metavar="S",
                         help="seconds one program may take over the whole buffer (default 60)")
     parser.add_argument("--time-limit", type=float, default=None, metavar="MIN",
                         help="start no new LLM call after this many minutes (resume later to go on)")
     parser.add_argument("--no-fit", action="store_true",
                         help="fit no constants to the buffer (neither in the search nor after it)")
+    parser.add_argument("--no-compose", action="store_true",
+                        help="do not compose the best programs component by component after the search")
     parser.add_argument("--no-speed-step", action="store_true",
                         help="do not compile or port the best program and measure its speed")
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
@@ -79,15 +82,14 @@ def progress_printer(budget: int, stream=None, started: float | None = None):
 
 
 def prepare_run(args: argparse.Namespace):
-    """The run directory, its metadata and the method's config from the arguments.
+    """The run directory, its spec and the method's config from the arguments.
 
     Returns:
-        (run_dir, meta, method, config) or raises ValueError with a message for the user.
+        (run_dir, spec, method, config) or raises ValueError with a message for the user.
     """
-    from codeworld import __version__
     from codeworld.envs.arguments import env_from_args
     from codeworld.envs.derive import safe_name
-    from codeworld.synthesis import RunDir, get_method
+    from codeworld.synthesis import RunDir, RunSpec, RunStatus, get_method
     from codeworld.overrides import config_with_overrides, parse_overrides
     from codeworld.synthesis.registry import config_from_json, config_to_json
 
@@ -102,22 +104,20 @@ def prepare_run(args: argparse.Namespace):
         run_dir = RunDir(args.out)
         if not run_dir.exists():
             raise ValueError(f"no run to resume in {args.out} (no run.json)")
-        meta = run_dir.meta
-        if meta.get("description_file") and not args.description:
-            args.description = meta["description_file"]
-        if env_from_args(args, args.env or meta["env_id"]) != meta["env_id"]:
-            raise ValueError(f"{args.out} is a run on {meta['env_id']}, not {args.env}")
-        method = get_method(meta["method"])
-        config = config_from_json(method.config_class, meta["config"])
+        spec = run_dir.spec
+        if spec.description_file and not args.description:
+            args.description = spec.description_file
+        if env_from_args(args, args.env or spec.env_id) != spec.env_id:
+            raise ValueError(f"{args.out} is a run on {spec.env_id}, not {args.env}")
+        method = get_method(spec.method)
+        config = config_from_json(method.config_class, spec.config)
         if overrides:
             config = config_with_overrides(config, overrides)
-        changes = {"status": "running", "config": config_to_json(config)}
+        changes = {"status": RunStatus.RUNNING, "config": config_to_json(config), "llm": args.llm}
         if args.budget is not None:
             changes["budget"] = args.budget
-        if args.llm != meta.get("llm"):
-            changes["llm"] = args.llm
-        meta = run_dir.update_meta(**changes)
-        return run_dir, meta, method, config
+        spec = run_dir.update_spec(**changes)
+        return run_dir, spec, method, config
     if not args.env:
         raise ValueError("give an environment id (or --resume --out RUN_DIR)")
     env_id = env_from_args(args)
@@ -129,53 +129,49 @@ def prepare_run(args: argparse.Namespace):
     if run_dir.exists() and run_dir.load_calls():
         raise ValueError(f"{out} already holds a run: add --resume to continue it, or choose "
                          "another --out")
-    meta = {
-        "method": method.name, "env_id": env_id, "llm": args.llm,
-        "budget": args.budget if args.budget is not None else DEFAULT_BUDGET,
-        "seed": args.seed, "mode": args.mode, "buffer": args.buffer, "timeout_s": args.timeout,
-        "config": config_to_json(config), "status": "running",
-        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "codeworld_version": __version__,
-        **({"description_file": str(Path(args.description).resolve())} if args.description else {}),
-    }
-    run_dir.init(meta)
-    return run_dir, meta, method, config
+    spec = RunSpec.new(
+        method.name, config, env_id=env_id, llm=args.llm,
+        budget=args.budget if args.budget is not None else DEFAULT_BUDGET, seed=args.seed,
+        mode=args.mode, buffer=args.buffer, timeout_s=args.timeout, status=RunStatus.RUNNING,
+        description_file=str(Path(args.description).resolve()) if args.description else None)
+    run_dir.init(spec)
+    return run_dir, spec, method, config
 
 
 def run(args: argparse.Namespace) -> int:
     from codeworld.llm import LLMError, llm_from_args
-    from codeworld.synthesis import RunDivergedError, synthesize
+    from codeworld.synthesis import RunDivergedError, RunStatus, synthesize
     from codeworld.synthesis.cwmb import make_cwmb_world
 
     try:
-        run_dir, meta, method, config = prepare_run(args)
+        run_dir, spec, method, config = prepare_run(args)
     except (ValueError, TypeError, KeyError) as exc:
         print(f"codeworld synthesize: {exc.args[0] if exc.args else exc}", file=sys.stderr)
         return 2
     try:
         llm = llm_from_args(args, run_dir=str(run_dir.path), slots=getattr(config, "parallel", 1))
-        prompts, evaluator = make_cwmb_world(meta["env_id"], buffer=meta.get("buffer"),
-                                             mode=meta.get("mode", "sound"),
-                                             timeout_s=meta.get("timeout_s", 60.0),
-                                             assist=config.assist)
+        prompts, evaluator = make_cwmb_world(
+            spec.env_id, buffer=spec.buffer, mode=spec.mode or "sound",
+            timeout_s=PROGRAM_TIMEOUT_S if spec.timeout_s is None else spec.timeout_s, assist=config.assist)
     except (ValueError, LLMError, OSError) as exc:
-        run_dir.update_meta(status="not started")
+        run_dir.set_status(RunStatus.NOT_STARTED)
         print(f"codeworld synthesize: {exc}", file=sys.stderr)
         return 2
     from codeworld.synthesis.config import FinishConfig
 
-    finish = FinishConfig(fit_constants=not args.no_fit, speed_step=not args.no_speed_step)
-    run_dir.update_meta(finish={"fit_constants": finish.fit_constants,
+    finish = FinishConfig(fit_constants=not args.no_fit, speed_step=not args.no_speed_step,
+                          compose=not args.no_compose)
+    run_dir.update_spec(finish={"compose": finish.compose, "fit_constants": finish.fit_constants,
                                 "speed_step": finish.speed_step})
-    budget = int(meta["budget"])
-    print(f"codeworld synthesize: {method.name} on {meta['env_id']} with {args.llm}, "
-          f"budget {budget} calls, seed {meta['seed']}\n  run directory: {run_dir.path}",
+    budget = int(spec.budget)
+    print(f"codeworld synthesize: {method.name} on {spec.env_id} with {args.llm}, "
+          f"budget {budget} calls, seed {spec.seed}\n  run directory: {run_dir.path}",
           flush=True)
     try:
         with llm:
-            result = synthesize(method.make(config, seed=meta["seed"]), llm=llm, prompts=prompts,
+            result = synthesize(method.make(config, seed=spec.seed), llm=llm, prompts=prompts,
                                 evaluator=evaluator, budget=budget, run_dir=run_dir,
-                                seed=meta["seed"], sampling=config.sampling,
+                                seed=spec.seed, sampling=config.sampling,
                                 progress=None if args.quiet else progress_printer(budget),
                                 time_limit_s=None if args.time_limit is None else 60 * args.time_limit,
                                 finish=finish)
@@ -183,17 +179,17 @@ def run(args: argparse.Namespace) -> int:
         print(f"codeworld synthesize: {exc}", file=sys.stderr)
         return 1
     except LLMError as exc:
-        run_dir.update_meta(status="interrupted")
+        run_dir.set_status(RunStatus.INTERRUPTED)
         print(f"codeworld synthesize: {exc}\n  resume with: codeworld synthesize --resume "
               f"--out {run_dir.path}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        run_dir.update_meta(status="interrupted")
+        run_dir.set_status(RunStatus.INTERRUPTED)
         print(f"\ninterrupted; resume with: codeworld synthesize --resume --out {run_dir.path}",
               file=sys.stderr)
         return 130
     stopped = result.accounting.stopped_by_time_limit
-    run_dir.update_meta(status="stopped at the time limit" if stopped else "finished")
+    run_dir.set_status(RunStatus.ended(stopped))
     print(summary_text(result))
     if stopped:
         print(f"  stopped at the time limit; continue with: codeworld synthesize --resume "
@@ -211,6 +207,11 @@ def summary_text(result) -> str:
         ev = result.best_evaluation
         state = "buggy" if ev.buggy else f"score {ev.score:.4f}"
         lines.append(f"best program: call {result.best_call + 1}, {state}")
+    compose = result.finish.get("compose")
+    if compose:
+        from codeworld.synthesis.finish import compose_verdict
+
+        lines.append(f"  composition:   {compose_verdict(compose)}")
     fit = result.finish.get("fit")
     if fit and "skipped" in fit:
         lines.append(f"  constant fit:  skipped, {fit['skipped']}")

@@ -39,8 +39,8 @@ def env_from_args(args: argparse.Namespace, name: str | None = None) -> str:
             or a description for a CWMB environment (whose description is its documentation).
     """
     from codeworld.envs.datasets import data_id
-    from codeworld.envs.derive import parse_kwargs
-    from codeworld.envs.registry import env_spec, register_spec
+    from codeworld.envs.derive import env_spec, parse_kwargs
+    from codeworld.envs.registry import register_spec
 
     name = name if name is not None else args.env
     if name.endswith(".npz") and ":" not in name and Path(name).is_file():

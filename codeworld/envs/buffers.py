@@ -1,274 +1,60 @@
-"""Replay buffers: codeworld's ``.npz`` format with a JSON sidecar, and the paper's layout.
+"""Replay buffers: the file format (`codeworld.envs.buffer_format`, re-exported here) and which
+file is the buffer of an environment.
 
-A codeworld buffer holds N transitions in episode order:
-
-=============== ============== ==========================================================
-key             shape / dtype  meaning
-=============== ============== ==========================================================
-obs             (N, d) f8      encoded observation before the step (`encode_obs`)
-actions         (N, a) f8      action taken (a discrete action as one number)
-rewards         (N,) f8        reward
-next_obs        (N, d) f8      encoded observation after the step
-terminated      (N,) bool      the environment's own end (what ``done`` means for a model)
-truncated       (N,) bool      the episode was cut (time limit, or the collection protocol)
-episode_start   (N,) i8        index of the first transition of this transition's episode
-=============== ============== ==========================================================
-
-``<name>.json`` beside it records the environment, the versions of Gymnasium and MuJoCo, the seed
-and the collection protocol. Files are written with fixed zip timestamps, so the same data gives
-the same bytes (and the sidecar's sha256).
-
-The paper's buffers (shipped in ``codeworld/data/paper_buffers/``, see its README; named on the
-command line as ``--buffer paper``) have one ``dones`` array meaning
-``terminated or truncated``, and float32-valued rewards. `load_buffer` reads them too: a done on
-the step where Gymnasium's time limit ends an episode is taken as a truncation, every other done as
-a termination, so ``terminated | truncated`` reproduces the paper's ``dones`` exactly.
+A CWMB environment's buffer is committed in ``codeworld/data/buffers/``; the paper's buffers are
+shipped in ``codeworld/data/paper_buffers/`` (named on the command line as ``--buffer paper``); a
+logged dataset is its own buffer; any other environment's is collected with the paper's protocol on
+first use and cached in the user cache.
 """
 
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import os
-import zipfile
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-import numpy as np
+from codeworld._paths import cache_root, data_dir
+from codeworld.envs.buffer_format import (
+    CODEWORLD_KEYS,
+    FORMAT,
+    PAPER_KEYS,
+    BufferError,
+    ReplayBuffer,
+    load_buffer,
+    make_buffer,
+    save_buffer,
+    sidecar_path,
+)
+from codeworld.envs.collection import CollectionConfig, collect_buffer, collection_versions
+from codeworld.envs.derive import safe_name
+from codeworld.envs.registry import get_spec
 
-from codeworld._paths import data_dir
-from codeworld.envs.registry import UnknownEnvError, get_spec
+__all__ = [
+    "BUFFER_DIR",
+    "CODEWORLD_KEYS",
+    "FORMAT",
+    "PAPER",
+    "PAPER_BUFFER_DIR",
+    "PAPER_KEYS",
+    "BufferError",
+    "ReplayBuffer",
+    "buffer_path",
+    "cached_buffer_path",
+    "default_buffer",
+    "load_buffer",
+    "make_buffer",
+    "paper_buffer_path",
+    "resolve_buffer",
+    "save_buffer",
+    "sidecar_path",
+]
 
-FORMAT = "codeworld-buffer/1"
-CODEWORLD_KEYS = ("obs", "actions", "rewards", "next_obs", "terminated", "truncated", "episode_start")
-PAPER_KEYS = ("obs", "actions", "rewards", "next_obs", "dones", "episode_start")
 BUFFER_DIR = data_dir("buffers")
 # The paper's buffers: $CODEWORLD_PAPER_BUFFERS, else the copy shipped in the package.
 PAPER_BUFFER_DIR = Path(os.environ.get("CODEWORLD_PAPER_BUFFERS") or data_dir("paper_buffers"))
 # The name that stands for the paper's buffer wherever a buffer file is asked for.
 PAPER = "paper"
-_FIXED_ZIP_TIME = (1980, 1, 1, 0, 0, 0)
-
-
-class BufferError(ValueError):
-    """A buffer file that is missing, unreadable, or breaks the format (one-line message)."""
-
-
-@dataclass(frozen=True)
-class ReplayBuffer:
-    """Transitions of one environment, in episode order (see the module docstring for the fields).
-
-    Attributes:
-        env_id: codeworld's id of the environment.
-        obs, actions, rewards, next_obs, terminated, truncated, episode_start: the arrays.
-        source: ``"codeworld"`` or ``"paper"`` (the layout the file was read from).
-        metadata: the JSON sidecar (empty when there is none).
-        path: the file it was read from, if any.
-    """
-
-    env_id: str
-    obs: np.ndarray
-    actions: np.ndarray
-    rewards: np.ndarray
-    next_obs: np.ndarray
-    terminated: np.ndarray
-    truncated: np.ndarray
-    episode_start: np.ndarray
-    source: str = "codeworld"
-    metadata: dict = field(default_factory=dict, compare=False)
-    path: str | None = None
-
-    def __len__(self) -> int:
-        return len(self.rewards)
-
-    @property
-    def dones(self) -> np.ndarray:
-        """``terminated | truncated``: the paper's done label."""
-        return self.terminated | self.truncated
-
-    @property
-    def n_episodes(self) -> int:
-        return int(len(np.unique(self.episode_start)))
-
-    def arrays(self) -> dict[str, np.ndarray]:
-        """The codeworld arrays by key, as written to the ``.npz`` file."""
-        return {key: getattr(self, key) for key in CODEWORLD_KEYS}
-
-    def take(self, n: int) -> "ReplayBuffer":
-        """The first `n` transitions (episode starts stay valid)."""
-        return ReplayBuffer(self.env_id, *(getattr(self, k)[:n] for k in CODEWORLD_KEYS),
-                            source=self.source, metadata=self.metadata, path=self.path)
-
-
-def _coerce(env_id: str, arrays: dict[str, Any], where: str) -> dict[str, np.ndarray]:
-    """Check shapes, lengths and values; return contiguous arrays of the format's dtypes."""
-    spec = get_spec(env_id)
-    try:
-        out = {
-            "obs": np.ascontiguousarray(arrays["obs"], dtype=np.float64),
-            "actions": np.ascontiguousarray(arrays["actions"], dtype=np.float64),
-            "rewards": np.ascontiguousarray(arrays["rewards"], dtype=np.float64).reshape(-1),
-            "next_obs": np.ascontiguousarray(arrays["next_obs"], dtype=np.float64),
-            "episode_start": np.ascontiguousarray(arrays["episode_start"], dtype=np.int64).reshape(-1),
-        }
-    except (TypeError, ValueError) as exc:
-        raise BufferError(f"{where}: a field is not numeric ({exc})") from None
-    n = len(out["rewards"])
-    for key in ("obs", "next_obs"):
-        if out[key].ndim == 1:
-            out[key] = out[key].reshape(-1, 1)
-    if out["actions"].ndim == 1:
-        out["actions"] = out["actions"].reshape(-1, 1)
-    for key in ("obs", "next_obs", "actions"):
-        if out[key].ndim != 2:
-            raise BufferError(f"{where}: {key} has {out[key].ndim} dimensions, expected 2")
-    for key, value in out.items():
-        if len(value) != n:
-            raise BufferError(f"{where}: {key} has {len(value)} rows but rewards has {n}")
-    for key in ("terminated", "truncated"):
-        value = np.asarray(arrays[key]).reshape(-1)
-        if len(value) != n:
-            raise BufferError(f"{where}: {key} has {len(value)} rows but rewards has {n}")
-        if value.dtype != np.bool_ and not np.isin(value, (0, 1)).all():
-            raise BufferError(f"{where}: {key} holds values other than 0/1")
-        out[key] = np.ascontiguousarray(value, dtype=bool)
-    if n == 0:
-        raise BufferError(f"{where}: the buffer holds no transitions")
-    for key, dim in (("obs", spec.obs_dim), ("next_obs", spec.obs_dim), ("actions", spec.action_dim)):
-        if out[key].shape[1] != dim:
-            raise BufferError(f"{where}: {key} rows have {out[key].shape[1]} values, "
-                              f"{spec.env_id} needs {dim}")
-    for key in ("obs", "actions", "rewards", "next_obs"):
-        if not np.all(np.isfinite(out[key])):
-            raise BufferError(f"{where}: {key} contains NaN or inf")
-    starts = out["episode_start"]
-    index = np.arange(n)
-    if np.any(starts < 0) or np.any(starts > index) or np.any(starts[starts] != starts):
-        raise BufferError(f"{where}: episode_start is not a valid index of each episode's first row")
-    return out
-
-
-def make_buffer(env_id: str, *, metadata: dict | None = None, source: str = "codeworld",
-                path: str | None = None, **arrays: Any) -> ReplayBuffer:
-    """Build a validated `ReplayBuffer` from arrays (keys as in `CODEWORLD_KEYS`)."""
-    spec = get_spec(env_id)
-    missing = [k for k in CODEWORLD_KEYS if k not in arrays]
-    if missing:
-        raise BufferError(f"buffer for {spec.env_id}: missing {', '.join(missing)}")
-    clean = _coerce(spec.env_id, arrays, path or f"buffer for {spec.env_id}")
-    return ReplayBuffer(spec.env_id, **clean, source=source, metadata=dict(metadata or {}), path=path)
-
-
-def _npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
-    """An ``.npz`` archive with fixed timestamps and order, so equal arrays give equal bytes."""
-    handle = io.BytesIO()
-    with zipfile.ZipFile(handle, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-        for key, value in arrays.items():
-            payload = io.BytesIO()
-            np.lib.format.write_array(payload, np.ascontiguousarray(value), allow_pickle=False)
-            info = zipfile.ZipInfo(f"{key}.npy", date_time=_FIXED_ZIP_TIME)
-            info.compress_type = zipfile.ZIP_DEFLATED
-            info.external_attr = 0o644 << 16
-            archive.writestr(info, payload.getvalue(), compresslevel=6)
-    return handle.getvalue()
-
-
-def sidecar_path(path: Path | str) -> Path:
-    """The JSON sidecar beside a buffer file."""
-    return Path(path).with_suffix(".json")
-
-
-def save_buffer(buffer: ReplayBuffer, path: Path | str, metadata: dict | None = None) -> Path:
-    """Write `buffer` to `path` (``.npz``) and its sidecar (``.json``). Returns the npz path.
-
-    The sidecar holds `metadata` (default: the buffer's), the format name, the sizes and the
-    npz file's sha256.
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    data = _npz_bytes(buffer.arrays())
-    path.write_bytes(data)
-    record = dict(metadata if metadata is not None else buffer.metadata)
-    record.update({
-        "format": FORMAT,
-        "env_id": buffer.env_id,
-        "n_transitions": len(buffer),
-        "n_episodes": buffer.n_episodes,
-        "n_terminated": int(buffer.terminated.sum()),
-        "n_truncated": int(buffer.truncated.sum()),
-        "sha256": hashlib.sha256(data).hexdigest(),
-    })
-    sidecar_path(path).write_text(json.dumps(record, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    return path
-
-
-def _paper_split_dones(env_id: str, dones: np.ndarray, episode_start: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Split the paper's ``dones`` into (terminated, truncated) by Gymnasium's time limit."""
-    spec = get_spec(env_id)
-    step_in_episode = np.arange(len(dones)) - episode_start
-    if spec.max_episode_steps is None:
-        at_limit = np.zeros(len(dones), dtype=bool)
-    else:
-        at_limit = step_in_episode + 1 == spec.max_episode_steps
-    truncated = dones & at_limit
-    return dones & ~truncated, truncated
-
-
-def _env_from_name(path: Path) -> str:
-    try:
-        return get_spec(path.stem).env_id
-    except UnknownEnvError:
-        raise BufferError(f"{path}: cannot tell the environment from the file name; pass env_id") from None
-
-
-def load_buffer(path: Path | str, env_id: str | None = None) -> ReplayBuffer:
-    """Read a buffer in codeworld's format or the paper's layout (detected from its keys).
-
-    Args:
-        path: the ``.npz`` file.
-        env_id: the environment (default: from the sidecar, else from the file name).
-
-    Raises:
-        BufferError: the file is missing or unreadable, lacks keys, has mismatched lengths or
-            shapes, or holds NaN/inf (the message is one line).
-        UnknownEnvError: nobody knows `env_id` (see `codeworld.envs.get_spec`).
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise BufferError(f"{path}: no such buffer file")
-    try:
-        with np.load(path, allow_pickle=False) as archive:
-            arrays = {key: archive[key] for key in archive.files}
-    except Exception as exc:  # zipfile, pickle refusal, truncated file: all mean "unreadable"
-        raise BufferError(f"{path}: not a readable .npz file ({type(exc).__name__}: {exc})") from None
-    metadata: dict = {}
-    sidecar = sidecar_path(path)
-    if sidecar.is_file():
-        try:
-            metadata = json.loads(sidecar.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as exc:
-            raise BufferError(f"{sidecar}: unreadable sidecar ({exc})") from None
-    if env_id is None:
-        env_id = metadata.get("env_id") or _env_from_name(path)
-    env_id = get_spec(env_id).env_id
-
-    if all(k in arrays for k in CODEWORLD_KEYS):
-        source = "codeworld"
-    elif all(k in arrays for k in PAPER_KEYS):
-        source = "paper"
-        dones = np.asarray(arrays.pop("dones")).reshape(-1).astype(bool)
-        starts = np.asarray(arrays["episode_start"]).reshape(-1).astype(np.int64)
-        if len(dones) != len(starts):
-            raise BufferError(f"{path}: dones has {len(dones)} rows but episode_start has {len(starts)}")
-        arrays["terminated"], arrays["truncated"] = _paper_split_dones(env_id, dones, starts)
-    else:
-        missing = [k for k in CODEWORLD_KEYS if k not in arrays]
-        raise BufferError(f"{path}: missing key(s) {', '.join(missing)} "
-                          f"(found {', '.join(sorted(arrays)) or 'none'})")
-    clean = _coerce(env_id, arrays, str(path))
-    return ReplayBuffer(env_id, **clean, source=source, metadata=metadata, path=str(path))
 
 
 def buffer_path(env_id: str, directory: Path | str | None = None) -> Path:
@@ -280,9 +66,6 @@ def buffer_path(env_id: str, directory: Path | str | None = None) -> Path:
         return Path(spec.dataset)
     if spec.shipped:
         return Path(directory or BUFFER_DIR) / f"{spec.env_id}.npz"
-    from codeworld._paths import cache_root
-    from codeworld.envs.derive import safe_name
-
     return Path(directory or cache_root() / "buffers") / f"{safe_name(spec.env_id)}.npz"
 
 
@@ -290,10 +73,6 @@ def cached_buffer_path(env_id: str, seed: int = 0) -> Path:
     """The user-cache file of the buffer collected for an environment that is not shipped:
     named by its id, and keyed by its keyword arguments, the seed, the collection protocol and the
     versions that determine the data (`collection_versions`)."""
-    from codeworld._paths import cache_root
-    from codeworld.envs.collection import CollectionConfig, collection_versions
-    from codeworld.envs.derive import safe_name
-
     spec = get_spec(env_id)
     key = json.dumps({"env_id": spec.env_id, "gym_id": spec.gym_id, "kwargs": dict(spec.gym_kwargs),
                       "seed": seed, "protocol": repr(CollectionConfig(seed=seed)),
@@ -311,8 +90,6 @@ def default_buffer(env_id: str) -> Path:
         return buffer_path(spec.env_id)
     path = cached_buffer_path(spec.env_id)
     if not path.is_file():
-        from codeworld.envs.collection import CollectionConfig, collect_buffer
-
         buffer = collect_buffer(spec.env_id, CollectionConfig(seed=0))
         tmp = path.with_name(path.stem + f".tmp{os.getpid()}.npz")
         save_buffer(buffer, tmp)

@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from codeworld.envs.buffers import ReplayBuffer, make_buffer
+from codeworld.envs.buffer_format import ReplayBuffer, make_buffer
 from codeworld.envs.registry import EnvSpec, decode_action, encode_action, encode_obs, get_spec, make_env
 from codeworld.envs.simstate import SimState
 

@@ -2,12 +2,13 @@
 
 Two sources are accepted, each named by an id that any process can resolve again:
 
-* ``data:FILE.npz``: a buffer in codeworld's format (`codeworld.envs.buffers`; ``FILE.npz`` on
-  the command line means the same). The spec is read from the data: the state's length from
-  ``obs``; the actions are discrete when ``actions`` is one column of non-negative integers
-  (``n_actions`` = the largest + 1), continuous otherwise (bounds: the data's range). The JSON
-  sidecar may say otherwise with ``action_kind``, ``n_actions``, ``action_low``, ``action_high``,
-  and may carry ``description``; a ``FILE.md`` beside the data is also read as its description.
+* ``data:FILE.npz``: a buffer in codeworld's format (`codeworld.envs.buffer_format`;
+  ``FILE.npz`` on the command line means the same). The spec is read from the data: the state's
+  length from ``obs``; the actions are discrete when ``actions`` is one column of non-negative
+  integers (``n_actions`` = the largest + 1), continuous otherwise (bounds: the data's range). The
+  JSON sidecar may say otherwise with ``action_kind``, ``n_actions``, ``action_low``,
+  ``action_high``, and may carry ``description``; a ``FILE.md`` beside the data is also read as its
+  description.
 * ``minari:DATASET_ID``: a Minari dataset (the Farama standard for offline RL data; the optional
   extra ``codeworld[minari]``) already on this machine (Minari's local dataset folder; nothing is
   downloaded). Its observation and action spaces give the encoding (as for a Gymnasium id,
@@ -29,7 +30,23 @@ from typing import Any
 
 import numpy as np
 
+from codeworld.envs.buffer_format import BufferError, ReplayBuffer, save_buffer, sidecar_path
+from codeworld.envs.derive import action_coding, safe_name, space_layout
+from codeworld.envs.registry import (
+    CEM,
+    CONTINUOUS,
+    DISCRETE,
+    EXACT,
+    FLOAT32,
+    FLOAT64_SIM,
+    MCTS,
+    EnvSpec,
+    UnknownEnvError,
+)
+
 NO_SIMULATOR = "no simulator: the environment is a logged dataset"
+# Prefixes of ids that name logged data instead of a Gymnasium environment.
+DATA_PREFIXES = ("data:", "minari:")
 
 
 def data_id(path: str | Path) -> str:
@@ -38,8 +55,6 @@ def data_id(path: str | Path) -> str:
 
 
 def _tolerances(values: np.ndarray) -> dict:
-    from codeworld.envs.registry import EXACT, FLOAT32, FLOAT64_SIM
-
     values = np.asarray(values, dtype=np.float64)
     if np.all(values == np.round(values)):
         return dict(EXACT)
@@ -57,9 +72,7 @@ def _read_description(path: Path, sidecar: dict) -> str | None:
 
 def _spec(env_id: str, *, obs_dim: int, discrete: bool, n_actions: int, low, high, tol: dict,
           description: str | None, dataset: str, state_names=(), state_doc="", action_doc="",
-          action_decoder=None, obs_encoder=None):
-    from codeworld.envs.registry import CEM, CONTINUOUS, DISCRETE, MCTS, EnvSpec
-
+          action_decoder=None, obs_encoder=None) -> EnvSpec:
     exact = tol["state_atol"] == 0 and tol["state_rtol"] == 0
     return EnvSpec(
         env_id=env_id, paper_id=env_id, gym_id="", family="toy_text" if exact else "classic_control",
@@ -74,11 +87,8 @@ def _spec(env_id: str, *, obs_dim: int, discrete: bool, n_actions: int, low, hig
     )
 
 
-def npz_spec(env_id: str):
+def npz_spec(env_id: str) -> EnvSpec:
     """The spec of a ``data:FILE.npz`` dataset (see the module docstring)."""
-    from codeworld.envs.buffers import BufferError, sidecar_path
-    from codeworld.envs.registry import UnknownEnvError
-
     path = Path(env_id[len("data:"):]).expanduser()
     if not path.is_file():
         raise UnknownEnvError(f"{env_id}: no such dataset file")
@@ -103,8 +113,6 @@ def npz_spec(env_id: str):
     high = sidecar.get("action_high") or actions.max(axis=0).tolist()
     tol = _tolerances(np.concatenate([obs.reshape(-1), next_obs.reshape(-1)]))
     if tol["state_atol"] == 0 and not np.all(rewards == np.round(rewards)):
-        from codeworld.envs.registry import FLOAT64_SIM
-
         tol.update(reward_atol=FLOAT64_SIM["reward_atol"], reward_rtol=FLOAT64_SIM["reward_rtol"])
     return _spec(data_id(path), obs_dim=obs.shape[1], discrete=discrete, n_actions=n_actions,
                  low=low, high=high, tol=tol, description=_read_description(path, sidecar),
@@ -112,8 +120,6 @@ def npz_spec(env_id: str):
 
 
 def _minari_dataset(dataset_id: str):
-    from codeworld.envs.registry import UnknownEnvError
-
     try:
         import minari
     except ImportError:
@@ -126,13 +132,10 @@ def _minari_dataset(dataset_id: str):
     return minari, minari.load_dataset(dataset_id)
 
 
-def minari_spec(env_id: str):
+def minari_spec(env_id: str) -> EnvSpec:
     """The spec of a ``minari:DATASET_ID`` dataset (see the module docstring); converts its
     episodes into codeworld's format in the user cache on first use."""
     from codeworld._paths import cache_root
-    from codeworld.envs.buffers import ReplayBuffer, save_buffer, sidecar_path
-    from codeworld.envs.derive import action_coding, safe_name, space_layout
-    from codeworld.envs.registry import EXACT, FLOAT32, FLOAT64_SIM
 
     dataset_id = env_id[len("minari:"):]
     minari, dataset = _minari_dataset(dataset_id)
@@ -205,8 +208,14 @@ def _encode_action(coding, space, action) -> list:
     return np.asarray(action, dtype=np.float64).reshape(-1).tolist()
 
 
-def dataset_spec(env_id: str):
+def dataset_spec(env_id: str) -> EnvSpec:
     """The spec of a dataset id (``data:...`` or ``minari:...``)."""
     if env_id.startswith("minari:"):
         return minari_spec(env_id)
     return npz_spec(env_id)
+
+
+def resolve_spec(env_id: str) -> EnvSpec | None:
+    """The spec of a dataset id, for `get_spec` (the registry's resolver of logged data); None for
+    an id of another kind."""
+    return dataset_spec(env_id) if env_id.startswith(DATA_PREFIXES) else None

@@ -3,8 +3,10 @@
 Any environment ``gymnasium.make`` can make is accepted by its id, with keyword arguments: the id
 ``"FrozenLake-v1"`` with ``is_slippery=False`` is the environment ``FrozenLake-v1,is_slippery=false``
 (`canonical_id`). That string is its id everywhere in codeworld (buffers are named by it, runs
-record it), and `get_spec` rebuilds the spec from it in any process. ``module:EnvId`` imports the
-module that registers the environment first, as ``gymnasium.make`` does.
+record it), and `get_spec` rebuilds the spec from it in any process (`resolve_spec` is the
+registry's resolver of such ids). ``module:EnvId`` imports the module that registers the
+environment first, as ``gymnasium.make`` does. `env_spec` takes the keyword arguments as Python's;
+`register_env` makes an environment class known at run time.
 
 What is derived (`derive_spec`):
 
@@ -32,12 +34,28 @@ import importlib
 import json
 import re
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 import numpy as np
 
 from codeworld.envs import simstate
+from codeworld.envs.registry import (
+    CEM,
+    CONTINUOUS,
+    DISCRETE,
+    EXACT,
+    FLOAT32,
+    FLOAT64_SIM,
+    MCTS,
+    EnvSpec,
+    UnknownEnvError,
+    get_spec,
+    mujoco_setter,
+    register_spec,
+    runtime_spec,
+    unknown_env_error,
+)
 
 MAX_JOINT_ACTIONS = 4096
 SUPPORTED_SPACES = "Discrete, Box, MultiDiscrete, MultiBinary, Tuple, Dict"
@@ -317,13 +335,11 @@ def _obs_setters(env, layout_size: int, obs_space) -> list[tuple[str, Callable]]
     """Ways that may set this simulator from an encoded observation (to be verified)."""
     from gymnasium import spaces
 
-    from codeworld.envs import registry
-
     out = []
     if hasattr(env, "model") and hasattr(env, "data"):
         for excluded in range(3):
             if layout_size == env.model.nq - excluded + env.model.nv:
-                out.append((f"qpos[{excluded}:] and qvel", registry.mujoco_setter(excluded)))
+                out.append((f"qpos[{excluded}:] and qvel", mujoco_setter(excluded)))
     if isinstance(obs_space, spaces.Discrete) and isinstance(getattr(env, "s", None), (int, np.integer)):
         start = int(obs_space.start)
 
@@ -404,8 +420,6 @@ def _verified_setter(make, layout: Layout, coding: ActionCoding, obs_space, tol:
 
 
 def _tolerances(layout: Layout) -> dict:
-    from codeworld.envs.registry import EXACT, FLOAT32, FLOAT64_SIM
-
     if layout.exact:
         return dict(EXACT)
     return dict(FLOAT32 if layout.float32 else FLOAT64_SIM)
@@ -417,7 +431,7 @@ def _state_doc(layout: Layout) -> str:
     return ""
 
 
-def derive_spec(env_id: str):
+def derive_spec(env_id: str) -> EnvSpec:
     """The spec of a Gymnasium environment named by `env_id` (``[module:]Id[,key=value...]``).
 
     Raises:
@@ -425,8 +439,6 @@ def derive_spec(env_id: str):
         UnsupportedSpaceError: its observation or action space cannot be encoded.
     """
     import gymnasium as gym
-
-    from codeworld.envs.registry import CONTINUOUS, DISCRETE, CEM, MCTS, EnvSpec, UnknownEnvError
 
     name, kwargs = split_id(env_id)
     try:
@@ -474,3 +486,58 @@ def derive_spec(env_id: str):
         action_doc=coding.doc, shipped=False, **tol,
     )
 
+
+def resolve_spec(env_id: str) -> EnvSpec:
+    """The spec of a Gymnasium id, for `get_spec` (the registry's last resolver: it takes any id):
+    the spec made before under the id's canonical spelling (`canonical_id`), else `derive_spec`'s.
+
+    Raises:
+        UnknownEnvError: Gymnasium does not know the id; the message names close CWMB ids.
+        UnsupportedSpaceError: its observation or action space cannot be encoded.
+    """
+    spec = runtime_spec(canonical_id(env_id))
+    if spec is not None:
+        return spec
+    try:
+        return derive_spec(env_id)
+    except UnknownEnvError as exc:
+        raise unknown_env_error(env_id, exc.args[0] if exc.args else None) from None
+
+
+# ------------------------------------------------------------------------------ run-time environments
+
+
+def env_spec(env_id: str, **kwargs: Any) -> EnvSpec:
+    """The spec of `env_id` made with keyword arguments, e.g. ``env_spec("FrozenLake-v1",
+    is_slippery=False)`` (the same as ``get_spec("FrozenLake-v1,is_slippery=false")``)."""
+    if not kwargs:
+        return get_spec(env_id)
+    return get_spec(canonical_id(env_id, kwargs))
+
+
+def register_env(env_id: str, entry_point: Any = None, *, kwargs: dict[str, Any] | None = None,
+                 description: str | None = None, max_episode_steps: int | None = None) -> EnvSpec:
+    """Make an environment known to codeworld (and to Gymnasium) in this process.
+
+    Args:
+        env_id: its Gymnasium id (``module:EnvId`` imports the module that registers it).
+        entry_point: the environment class or ``"module:Class"``; registered with Gymnasium under
+            `env_id` when Gymnasium does not know the id yet.
+        kwargs: keyword arguments it is made with (they become part of its codeworld id).
+        description: the description for the LLM (default: the class docstring, cleaned).
+        max_episode_steps: Gymnasium's time limit, when registering it.
+
+    Returns:
+        Its spec; ``spec.env_id`` is the id every command and function takes.
+    """
+    import gymnasium as gym
+
+    name, _ = split_id(env_id)
+    if entry_point is not None:
+        _module, gym_id = split_module(name)
+        if gym_id not in gym.registry:
+            gym.register(id=gym_id, entry_point=entry_point, max_episode_steps=max_episode_steps)
+    spec = env_spec(env_id, **(kwargs or {}))
+    if description is not None:
+        spec = register_spec(replace(spec, description=description))
+    return spec

@@ -11,7 +11,9 @@ package asks which environment it has: it asks the spec.
 `get_spec` knows, besides the registry, any Gymnasium id (``[module:]Id[,key=value...]``; its spec
 is derived from its spaces, `codeworld.envs.derive`), logged data (``data:FILE.npz``,
 ``minari:DATASET``; `codeworld.envs.datasets`) and specs registered at run time (`register_env`,
-`register_spec`). A CWMB id always means the CWMB environment.
+`register_spec`). A CWMB id always means the CWMB environment. The modules that derive specs build
+them with this module's types, so this module does not import them: they are its resolvers
+(`add_resolver`), added when `codeworld.envs` is imported.
 
 Observation encoding (`encode_obs`): a ``Discrete`` observation becomes one number, Blackjack's
 ``(player_sum, dealer_card, usable_ace)`` tuple becomes three, a ``Box`` observation is flattened
@@ -50,7 +52,7 @@ import importlib
 import math
 import sys
 import warnings
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
@@ -92,7 +94,8 @@ class EnvSpec:
         action_high: upper bounds of a continuous action box (empty for discrete spaces).
         obs_dim: length of the encoded (flat float64) observation.
         action_dim: length of an action vector (1 for discrete spaces: the action as one number).
-        planner: ``"mcts"`` (discrete actions) or ``"cem"`` (continuous actions), as in the paper.
+        planner: the name of its default planner in `codeworld.planning.registry`: ``"mcts"``
+            (discrete actions) or ``"cem"`` (continuous actions), as in the paper.
         state_atol: absolute tolerance on each next-state dimension (sound scoring).
         state_rtol: relative tolerance on each next-state dimension (sound scoring).
         reward_atol: absolute tolerance on the reward (sound scoring).
@@ -404,8 +407,8 @@ ALIASES: dict[str, str] = {spec.paper_id: spec.env_id for spec in _SPECS if spec
 # Specs made at run time: registered (`register_env`) or derived from a Gymnasium id or a dataset
 # on first use; looked up by their id like the registry's.
 _RUNTIME: dict[str, EnvSpec] = {}
-# Prefixes of ids that name logged data instead of a Gymnasium environment.
-DATA_PREFIXES = ("data:", "minari:")
+# What `get_spec` asks, in order, about an id it holds no spec for (`add_resolver`).
+_RESOLVERS: list[Callable[[str], EnvSpec | None]] = []
 
 
 def list_envs(include_rtfm: bool = False) -> list[str]:
@@ -413,7 +416,23 @@ def list_envs(include_rtfm: bool = False) -> list[str]:
     return [e for e in REGISTRY if include_rtfm or e not in EXTRA_ENVS]
 
 
-def _unknown(env_id: str, detail: str | None = None) -> UnknownEnvError:
+def add_resolver(resolve: Callable[[str], EnvSpec | None]) -> None:
+    """Have `get_spec` ask `resolve` about the ids it holds no spec for, after those added before.
+
+    Args:
+        resolve: ``env_id -> EnvSpec``, or None for an id of another kind; it raises
+            `UnknownEnvError` for an id of its kind that nobody knows.
+    """
+    _RESOLVERS.append(resolve)
+
+
+def runtime_spec(env_id: str) -> EnvSpec | None:
+    """The spec made for `env_id` in this process (registered, or resolved before), or None."""
+    return _RUNTIME.get(env_id)
+
+
+def unknown_env_error(env_id: str, detail: str | None = None) -> UnknownEnvError:
+    """The error for an id nobody knows: `detail` in brackets, close CWMB ids, and what is accepted."""
     known = list(REGISTRY) + list(ALIASES)
     close = difflib.get_close_matches(env_id, known, n=3, cutoff=0.5)
     if not close:
@@ -455,21 +474,12 @@ def get_spec(env_id: "str | EnvSpec") -> EnvSpec:
     spec = _RUNTIME.get(env_id)
     if spec is not None:
         return spec
-    if env_id.startswith(DATA_PREFIXES):
-        from codeworld.envs.datasets import dataset_spec
-
-        spec = dataset_spec(env_id)
+    for resolve in _RESOLVERS:
+        spec = resolve(env_id)
+        if spec is not None:
+            break
     else:
-        from codeworld.envs.derive import canonical_id, derive_spec
-
-        canonical = canonical_id(env_id)
-        if canonical in _RUNTIME:
-            spec = _RUNTIME[canonical]
-        else:
-            try:
-                spec = derive_spec(env_id)
-            except UnknownEnvError as exc:
-                raise _unknown(env_id, exc.args[0] if exc.args else None) from None
+        raise unknown_env_error(env_id)
     _RUNTIME[spec.env_id] = spec
     _RUNTIME[env_id] = spec
     return spec
@@ -579,42 +589,3 @@ def step_from_obs(env, env_id: str, obs: np.ndarray, action: np.ndarray) -> tupl
         next_obs, reward, terminated, _truncated, _info = env.unwrapped.step(decode_action(env_id, action))
     return encode_obs(env_id, next_obs), float(reward), bool(terminated)
 
-
-def env_spec(env_id: str, **kwargs: Any) -> EnvSpec:
-    """The spec of `env_id` made with keyword arguments, e.g. ``env_spec("FrozenLake-v1",
-    is_slippery=False)`` (the same as ``get_spec("FrozenLake-v1,is_slippery=false")``)."""
-    from codeworld.envs.derive import canonical_id
-
-    if not kwargs:
-        return get_spec(env_id)
-    return get_spec(canonical_id(env_id, kwargs))
-
-
-def register_env(env_id: str, entry_point: Any = None, *, kwargs: dict[str, Any] | None = None,
-                 description: str | None = None, max_episode_steps: int | None = None) -> EnvSpec:
-    """Make an environment known to codeworld (and to Gymnasium) in this process.
-
-    Args:
-        env_id: its Gymnasium id (``module:EnvId`` imports the module that registers it).
-        entry_point: the environment class or ``"module:Class"``; registered with Gymnasium under
-            `env_id` when Gymnasium does not know the id yet.
-        kwargs: keyword arguments it is made with (they become part of its codeworld id).
-        description: the description for the LLM (default: the class docstring, cleaned).
-        max_episode_steps: Gymnasium's time limit, when registering it.
-
-    Returns:
-        Its spec; ``spec.env_id`` is the id every command and function takes.
-    """
-    import gymnasium as gym
-
-    from codeworld.envs.derive import split_id, split_module
-
-    name, _ = split_id(env_id)
-    if entry_point is not None:
-        _module, gym_id = split_module(name)
-        if gym_id not in gym.registry:
-            gym.register(id=gym_id, entry_point=entry_point, max_episode_steps=max_episode_steps)
-    spec = env_spec(env_id, **(kwargs or {}))
-    if description is not None:
-        spec = register_spec(replace(spec, description=description))
-    return spec

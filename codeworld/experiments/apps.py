@@ -32,7 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from codeworld.experiments.jobs import Job
-from codeworld.synthesis.types import FIX, GENERATE, IMPROVE, Evaluation, Request
+from codeworld.sandbox.ops import SandboxTimeout, candidate_error, compile_candidate, sandbox_op
+from codeworld.synthesis.types import FIX, GENERATE, IMPROVE, ProgramEvaluation, Request
 
 PROMPT_DIR = Path(__file__).resolve().parent / "prompts"
 FILENAME = "solution.py"
@@ -141,16 +142,11 @@ def load_problems(path: str | Path) -> list[Problem]:
 # ------------------------------------------------------------------------------------------ running
 
 
+@sandbox_op
 def op_run_tests(ctx, source: str, inputs: list, fn_name: str | None = None) -> int:
     """Sandbox op: run `source` on each input, emitting ``{"test", "output" | "error"}`` per test."""
-    import linecache
-
-    from codeworld.sandbox._guards import SandboxTimeout
-    from codeworld.sandbox._worker import candidate_error
-
     ctx.state["filename"] = FILENAME
-    linecache.cache[FILENAME] = (len(source), None, source.splitlines(True), FILENAME)
-    code = compile(source, FILENAME, "exec")
+    code = compile_candidate(source, FILENAME)
     for k, test_input in enumerate(inputs):
         stdout = io.StringIO()
         saved = sys.stdin, sys.stdout
@@ -260,7 +256,7 @@ def run_tests(source: str, inputs: list, outputs: list, fn_name: str | None = No
     n = len(inputs)
     limits = SandboxLimits(timeout_s=timeout_s * max(1, n), memory_bytes=2 << 30)
     with Sandbox(limits) as box:
-        result = box.call("codeworld.experiments.apps:op_run_tests", source=source,
+        result = box.call(op_run_tests, source=source,
                           inputs=list(inputs), fn_name=fn_name)
     got: list[Any] = [None] * n
     errors: list[str | None] = [None] * n
@@ -337,7 +333,7 @@ class AppsEvaluator:
         self.tests = tests
         self.timeout_s = timeout_s
 
-    def evaluate(self, program: str) -> Evaluation:
+    def evaluate(self, program: str) -> ProgramEvaluation:
         p = self.problem
         inputs = [p.inputs[k] for k in self.tests]
         outputs = [p.outputs[k] for k in self.tests]
@@ -349,14 +345,14 @@ class AppsEvaluator:
             else:
                 k = next(i for i, e in enumerate(run.errors) if e is not None)
                 feedback = f"{run.errors[k]}\nIt happened on the input:\n{_show(inputs[k])}"
-            return Evaluation(0.0, True, feedback, None, report)
+            return ProgramEvaluation(0.0, True, feedback, None, report)
         failed = [k for k, ok in enumerate(run.passed) if not ok]
         if not failed:
-            return Evaluation(1.0, False, "", None, report)
+            return ProgramEvaluation(1.0, False, "", None, report)
         k = failed[0]
         mis = {"input": inputs[k], "expected": outputs[k], "got": run.outputs[k]}
         feedback = f"wrong answer on input {_show(inputs[k])!r}: expected {_show(outputs[k])!r}"
-        return Evaluation(run.fraction, False, feedback, mis, report)
+        return ProgramEvaluation(run.fraction, False, feedback, mis, report)
 
 
 def search_tests(problem: Problem, fraction: float = 0.5) -> list[int]:
@@ -377,7 +373,7 @@ def run_apps_job(job: Job, workdir: str) -> dict:
     """Solve one APPS problem (``job.env_id`` is ``apps/<problem id>``) and judge it on all tests."""
     from codeworld.experiments.cwmb_job import job_config
     from codeworld.llm import make_llm
-    from codeworld.synthesis import RunDir, synthesize
+    from codeworld.synthesis import RunDir, RunSpec, synthesize
 
     options = {**APPS_JOB_DEFAULTS, **job.options}
     unknown = set(job.options) - set(APPS_JOB_DEFAULTS)
@@ -392,8 +388,8 @@ def run_apps_job(job: Job, workdir: str) -> dict:
     method, config = job_config(job, options)
     run_dir = RunDir(Path(workdir) / "runs" / job.key)
     if not run_dir.exists():
-        run_dir.init({"method": method.name, "problem": problem_id, "llm": job.llm,
-                      "budget": job.budget, "seed": job.seed, "job": job.to_json()})
+        run_dir.init(RunSpec.new(method.name, llm=job.llm, budget=job.budget, seed=job.seed,
+                                 job=job.to_json(), extra={"problem": problem_id}))
     tests = search_tests(problem, float(options["search_fraction"]))
     started = time.perf_counter()
     with make_llm(job.llm, run_dir=str(run_dir.path)) as llm:

@@ -23,18 +23,19 @@ from typing import Any
 
 from codeworld.experiments.jobs import Job, split_method
 from codeworld.experiments.outcomes import run_outcomes
+from codeworld.sandbox import DECISION_TIMEOUT_S, PROGRAM_TIMEOUT_S
 
 # What a job does when its options do not say (planning follows the paper: 10 episodes).
 CWMB_JOB_DEFAULTS: dict[str, Any] = {
     "mode": "sound",          # scoring mode used as the search signal
     "buffer": None,           # replay buffer of the search (None: the committed one)
-    "timeout_s": 60.0,        # seconds one program may take over the buffer
+    "timeout_s": PROGRAM_TIMEOUT_S,        # seconds one program may take over the buffer
     "overrides": {},          # config fields, e.g. {"ucb_c": 0.2}
     "sampling": {},           # sampling fields, e.g. {"temperature": 0.7, "max_tokens": 1024}
     "plan": True,             # plan with the best program for the normalized return
     "episodes": 10,           # planning episodes per policy
     "max_steps": None,        # cap on steps per planning episode (None: the env's limit)
-    "decision_timeout_s": 120.0,
+    "decision_timeout_s": DECISION_TIMEOUT_S,
     "finish": {},             # FinishConfig fields after the search, e.g. {"fit_constants": False}
 }
 
@@ -86,7 +87,7 @@ def _report_summary(report) -> dict:
     }
 
 
-def score_program(env_id: str, program: str, buffer: Any = None, timeout_s: float = 60.0) -> dict:
+def score_program(env_id: str, program: str, buffer: Any = None, timeout_s: float = PROGRAM_TIMEOUT_S) -> dict:
     """Scores of a program in both modes on `buffer`, and in paper mode on the paper's buffer."""
     from codeworld.envs.buffers import PAPER, paper_buffer_path
     from codeworld.scoring import Scorer
@@ -104,30 +105,20 @@ def score_program(env_id: str, program: str, buffer: Any = None, timeout_s: floa
 
 def run_cwmb_job(job: Job, workdir: str) -> dict:
     """Synthesis, scoring and planning for one CWMB job (see the module docstring)."""
-    import datetime as _dt
-
-    from codeworld import __version__
     from codeworld.envs import get_spec
     from codeworld.llm import make_llm
-    from codeworld.synthesis import RunDir, synthesize
+    from codeworld.synthesis import RunDir, RunSpec, RunStatus, synthesize
     from codeworld.synthesis.cwmb import make_cwmb_world
-    from codeworld.synthesis.registry import config_to_json
 
     started = time.perf_counter()
     options = job_options(job)
     spec = get_spec(job.env_id)
     method, config = job_config(job, options)
     run_dir = RunDir(Path(workdir) / "runs" / job.key)
-    if run_dir.exists():
-        run_dir.update_meta(status="running", budget=job.budget)
-    else:
-        run_dir.init({"method": method.name, "variant": job.method, "env_id": spec.env_id,
-                      "llm": job.llm, "budget": job.budget, "seed": job.seed,
-                      "mode": options["mode"], "buffer": options["buffer"],
-                      "timeout_s": options["timeout_s"], "config": config_to_json(config),
-                      "status": "running", "job": job.to_json(),
-                      "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-                      "codeworld_version": __version__})
+    run_dir.begin(RunSpec.new(method.name, config, variant=job.method, env_id=spec.env_id,
+                              llm=job.llm, budget=job.budget, seed=job.seed, mode=options["mode"],
+                              buffer=options["buffer"], timeout_s=options["timeout_s"],
+                              job=job.to_json()))
     prompts, evaluator = make_cwmb_world(spec.env_id, buffer=options["buffer"], mode=options["mode"],
                                          timeout_s=options["timeout_s"], assist=config.assist)
     with make_llm(job.llm, run_dir=str(run_dir.path)) as llm:
@@ -135,7 +126,7 @@ def run_cwmb_job(job: Job, workdir: str) -> dict:
                             evaluator=evaluator, budget=job.budget, run_dir=run_dir,
                             seed=job.seed, sampling=config.sampling,
                             finish=finish_config(job, options))
-    run_dir.update_meta(status="finished")
+    run_dir.set_status(RunStatus.FINISHED)
     synthesis_seconds = time.perf_counter() - started
     acc = result.accounting
     out: dict[str, Any] = {

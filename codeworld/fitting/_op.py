@@ -21,7 +21,7 @@ import numpy as np
 
 from codeworld import model as cwm
 from codeworld.fitting.literals import PARAM_FUNCTION, find_literals, parametrize, rewrite_literals
-from codeworld.sandbox._guards import SandboxTimeout
+from codeworld.sandbox.ops import SandboxTimeout, sandbox_op
 
 # The normalized residual of a transition the program could not predict (raised, NaN, bad shape).
 FAILED_RESIDUAL = 1e3
@@ -126,15 +126,11 @@ class _Evaluator:
             raise
         except Exception:  # noqa: BLE001 - the program fails to load at this point: all wrong
             return nxt, rew, done, ok
-        for i in range(n):
-            action = int(self.actions[i, 0]) if self.discrete else self.actions[i].copy()
-            try:
-                nxt[i], rew[i], done[i] = cwm.validate_output(model.step(self.states[i].copy(), action), d)
-            except SandboxTimeout:
-                raise
-            except Exception:  # noqa: BLE001 - counted as a failed transition
-                continue
-            ok[i] = True
+        for i, output, error in cwm.step_each(model.step, self.states, self.actions,
+                                              discrete=self.discrete):
+            if error is None:  # a transition that failed counts as wrong
+                nxt[i], rew[i], done[i] = output
+                ok[i] = True
         return nxt, rew, done, ok
 
 
@@ -157,6 +153,7 @@ def _scale(values: np.ndarray, fallback: np.ndarray | None = None) -> float:
     return 1.0
 
 
+@sandbox_op
 def op_fit(ctx, source: str, states, actions, next_states, rewards, terminated, discrete: bool,
            method: str, max_evaluations: int, max_seconds: float, max_constants: int,
            compiled: bool = True) -> dict:

@@ -24,8 +24,8 @@ import numpy as np
 from codeworld.envs.buffers import CODEWORLD_KEYS, ReplayBuffer
 from codeworld.fitting.config import FitConfig
 from codeworld.fitting.literals import Literal, find_literals, rewrite_literals
+from codeworld.sandbox import PROGRAM_TIMEOUT_S
 
-FIT_OP = "codeworld.fitting._op:op_fit"
 # Seconds allowed on top of the fit's own cap for starting the worker and compiling the program.
 STARTUP_SLACK_S = 120.0
 
@@ -123,7 +123,7 @@ def _score(scorer: Any, source: str, timeout_s: float | None) -> float:
 
 def fit_constants(source: str, scorer: Any, config: FitConfig | None = None, *,
                   compile: bool = True, limits: Any = None,
-                  timeout_s: float | None = 60.0) -> FitResult:
+                  timeout_s: float | None = PROGRAM_TIMEOUT_S) -> FitResult:
     """Fit `source`'s literals on a training split of the scorer's buffer.
 
     Args:
@@ -139,6 +139,7 @@ def fit_constants(source: str, scorer: Any, config: FitConfig | None = None, *,
     Returns:
         The `FitResult`; ``result.source`` is the program to keep.
     """
+    from codeworld.fitting._op import op_fit
     from codeworld.sandbox import Sandbox, SandboxLimits
 
     config = config or FitConfig()
@@ -164,7 +165,7 @@ def fit_constants(source: str, scorer: Any, config: FitConfig | None = None, *,
                                      timeout_s=config.max_seconds + STARTUP_SLACK_S)
     with Sandbox(limits) as sandbox:
         reply = sandbox.call(
-            FIT_OP, source=source, states=train.obs, actions=train.actions,
+            op_fit, source=source, states=train.obs, actions=train.actions,
             next_states=train.next_obs, rewards=train.rewards, terminated=train.terminated,
             discrete=scorer.spec.discrete, method=config.method,
             max_evaluations=config.max_evaluations, max_seconds=config.max_seconds,

@@ -19,7 +19,7 @@ import os
 import numba
 import numpy as np
 
-from codeworld._backend import backend, core
+from codeworld._backend import core, select
 from codeworld.kernels._plan_rng import SplitMix64, rng_normal_pair, seed_state
 from codeworld.kernels.mcts import BatchStep, _check_status
 
@@ -233,23 +233,31 @@ def cem_plan(model, start_state, low, high, init_mean, init_std, iterations: int
     """
     start_state, low, high, init_mean, init_std = _prepare(start_state, low, high, init_mean, init_std)
     seed = int(seed) & ((1 << 64) - 1)
-    horizon = init_mean.shape[0]
     threads = resolve_threads(threads)
-    if backend() == "cpp":
-        plan, best, mean, std, status, steps = core().cem_plan(
-            model.address, start_state, low, high, init_mean, init_std, horizon, int(iterations),
-            int(num_samples), int(num_elites), float(gamma), seed, threads)
-    else:
-        plan = np.zeros_like(init_mean)
-        mean = np.zeros_like(init_mean)
-        if threads > 1:
-            threads = min(threads, numba.config.NUMBA_NUM_THREADS)
-            numba.set_num_threads(threads)
-        best, std, status, steps = _cem_numba(model.cfunc, start_state, low, high, init_mean, init_std,
-                                              int(iterations), int(num_samples), int(num_elites),
-                                              float(gamma), seed_state(seed), plan, mean, threads)
+    plan, best, mean, std, status, steps = select(cpp=_cem_cpp, numba=_cem_with_numba)(
+        model, start_state, low, high, init_mean, init_std, int(iterations), int(num_samples),
+        int(num_elites), float(gamma), seed, threads)
     _check_status(status, "cem")
     return plan, float(best), mean, std, int(steps)
+
+
+def _cem_cpp(model, start_state, low, high, init_mean, init_std, iterations, num_samples, num_elites,
+             gamma, seed, threads):
+    return core().cem_plan(model.address, start_state, low, high, init_mean, init_std,
+                           init_mean.shape[0], iterations, num_samples, num_elites, gamma, seed, threads)
+
+
+def _cem_with_numba(model, start_state, low, high, init_mean, init_std, iterations, num_samples,
+                    num_elites, gamma, seed, threads):
+    plan = np.zeros_like(init_mean)
+    mean = np.zeros_like(init_mean)
+    if threads > 1:
+        threads = min(threads, numba.config.NUMBA_NUM_THREADS)
+        numba.set_num_threads(threads)
+    best, std, status, steps = _cem_numba(model.cfunc, start_state, low, high, init_mean, init_std,
+                                          iterations, num_samples, num_elites, gamma, seed_state(seed),
+                                          plan, mean, threads)
+    return plan, best, mean, std, status, steps
 
 
 def cem_plan_batched(step_batch: BatchStep, start_state, low, high, init_mean, init_std, iterations: int,
@@ -261,11 +269,15 @@ def cem_plan_batched(step_batch: BatchStep, start_state, low, high, init_mean, i
     """
     start_state, low, high, init_mean, init_std = _prepare(start_state, low, high, init_mean, init_std)
     seed = int(seed) & ((1 << 64) - 1)
-    if backend() == "cpp":
-        plan, best, mean, std, status, steps = core().cem_plan_batched(
-            step_batch, start_state, low, high, init_mean, init_std, init_mean.shape[0], int(iterations),
-            int(num_samples), int(num_elites), float(gamma), seed)
-        _check_status(status, "cem")
-        return plan, float(best), mean, std, int(steps)
-    return cem_reference(step_batch, start_state, low, high, init_mean, init_std, iterations, num_samples,
-                         num_elites, gamma, seed)
+    return select(cpp=_cem_batched_cpp, numba=cem_reference)(
+        step_batch, start_state, low, high, init_mean, init_std, iterations, num_samples, num_elites,
+        gamma, seed)
+
+
+def _cem_batched_cpp(step_batch: BatchStep, start_state, low, high, init_mean, init_std, iterations,
+                     num_samples, num_elites, gamma, seed):
+    plan, best, mean, std, status, steps = core().cem_plan_batched(
+        step_batch, start_state, low, high, init_mean, init_std, init_mean.shape[0], int(iterations),
+        int(num_samples), int(num_elites), float(gamma), seed)
+    _check_status(status, "cem")
+    return plan, float(best), mean, std, int(steps)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from codeworld._backend import backend, core
+from codeworld._backend import core, select
 
 
 @dataclass(frozen=True)
@@ -143,9 +143,15 @@ def check_transitions(obs, true_next, pred_next, true_reward, pred_reward, true_
     """
     arrays = _prepare(obs, true_next, pred_next, true_reward, pred_reward, true_done, pred_done)
     tolerances = (float(state_atol), float(state_rtol), float(reward_atol), float(reward_rtol))
-    if backend() == "cpp":
-        dims_ok, reward_ok, done_ok, sq_model, sq_still = core().check_transitions(*arrays, *tolerances)
-        return CheckArrays(dims_ok, reward_ok.astype(bool), done_ok.astype(bool), sq_model, sq_still)
+    return select(cpp=_check_cpp, numba=_check_with_numba)(arrays, tolerances)
+
+
+def _check_cpp(arrays: tuple, tolerances: tuple) -> CheckArrays:
+    dims_ok, reward_ok, done_ok, sq_model, sq_still = core().check_transitions(*arrays, *tolerances)
+    return CheckArrays(dims_ok, reward_ok.astype(bool), done_ok.astype(bool), sq_model, sq_still)
+
+
+def _check_with_numba(arrays: tuple, tolerances: tuple) -> CheckArrays:
     n = len(arrays[0])
     dims_ok = np.zeros(n, np.int64)
     reward_ok = np.zeros(n, np.uint8)

@@ -21,7 +21,7 @@ from typing import Callable
 import numba
 import numpy as np
 
-from codeworld._backend import backend, core
+from codeworld._backend import core, select
 from codeworld.kernels._plan_rng import SplitMix64, rng_integer, seed_state
 
 NO_NODE = -1
@@ -327,18 +327,26 @@ def mcts_plan(model, root_state: np.ndarray, n_actions: int, num_simulations: in
     """
     root_state = np.ascontiguousarray(root_state, dtype=np.float64).ravel()
     seed = int(seed) & ((1 << 64) - 1)
-    if backend() == "cpp":
-        action, visits, values, status, steps = core().mcts_plan(
-            model.address, root_state, int(n_actions), int(num_simulations), int(rollout_depth),
-            int(wave_size), float(c_uct), float(gamma), seed)
-    else:
-        visits = np.zeros(n_actions, np.int64)
-        values = np.zeros(n_actions)
-        action, status, steps = _mcts_numba(model.cfunc, root_state, int(n_actions), int(num_simulations),
-                                            int(rollout_depth), int(wave_size), float(c_uct), float(gamma),
-                                            seed_state(seed), visits, values)
+    action, visits, values, status, steps = select(cpp=_mcts_cpp, numba=_mcts_with_numba)(
+        model, root_state, int(n_actions), int(num_simulations), int(rollout_depth), int(wave_size),
+        float(c_uct), float(gamma), seed)
     _check_status(status, "mcts")
     return int(action), visits, values, int(steps)
+
+
+def _mcts_cpp(model, root_state, n_actions, num_simulations, rollout_depth, wave_size, c_uct, gamma, seed):
+    return core().mcts_plan(model.address, root_state, n_actions, num_simulations, rollout_depth,
+                            wave_size, c_uct, gamma, seed)
+
+
+def _mcts_with_numba(model, root_state, n_actions, num_simulations, rollout_depth, wave_size, c_uct,
+                     gamma, seed):
+    visits = np.zeros(n_actions, np.int64)
+    values = np.zeros(n_actions)
+    action, status, steps = _mcts_numba(model.cfunc, root_state, n_actions, num_simulations,
+                                        rollout_depth, wave_size, c_uct, gamma, seed_state(seed),
+                                        visits, values)
+    return action, visits, values, status, steps
 
 
 def mcts_plan_batched(step_batch: BatchStep, root_state: np.ndarray, n_actions: int, num_simulations: int,
@@ -350,11 +358,14 @@ def mcts_plan_batched(step_batch: BatchStep, root_state: np.ndarray, n_actions: 
     """
     root_state = np.ascontiguousarray(root_state, dtype=np.float64).ravel()
     seed = int(seed) & ((1 << 64) - 1)
-    if backend() == "cpp":
-        action, visits, values, status, steps = core().mcts_plan_batched(
-            step_batch, root_state, int(n_actions), int(num_simulations), int(rollout_depth),
-            int(wave_size), float(c_uct), float(gamma), seed)
-        _check_status(status, "mcts")
-        return int(action), visits, values, int(steps)
-    return mcts_reference(step_batch, root_state, n_actions, num_simulations, rollout_depth, wave_size,
-                          c_uct, gamma, seed)
+    return select(cpp=_mcts_batched_cpp, numba=mcts_reference)(
+        step_batch, root_state, n_actions, num_simulations, rollout_depth, wave_size, c_uct, gamma, seed)
+
+
+def _mcts_batched_cpp(step_batch: BatchStep, root_state, n_actions, num_simulations, rollout_depth,
+                      wave_size, c_uct, gamma, seed):
+    action, visits, values, status, steps = core().mcts_plan_batched(
+        step_batch, root_state, int(n_actions), int(num_simulations), int(rollout_depth),
+        int(wave_size), float(c_uct), float(gamma), seed)
+    _check_status(status, "mcts")
+    return int(action), visits, values, int(steps)

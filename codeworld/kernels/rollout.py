@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import numba
 
-from codeworld._backend import backend, core
+from codeworld._backend import core, select
 
 
 @numba.njit(cache=True)
@@ -77,34 +77,50 @@ def step_batch(model, states: np.ndarray, actions: np.ndarray, stop_on_error: bo
     actions = _as_2d(actions)
     if len(states) != len(actions):
         raise ValueError(f"states and actions differ in length ({len(states)} vs {len(actions)})")
-    if backend() == "cpp":
-        nxt, rew, done, status, stepped = core().step_batch(model.address, states, actions, stop_on_error)
-        return nxt, rew, done.astype(bool), status, int(stepped)
+    nxt, rew, done, status, stepped = select(cpp=_step_batch_cpp, numba=_step_batch_with_numba)(
+        model, states, actions, stop_on_error)
+    return nxt, rew, done.astype(bool), status, int(stepped)
+
+
+def _step_batch_cpp(model, states, actions, stop_on_error):
+    return core().step_batch(model.address, states, actions, stop_on_error)
+
+
+def _step_batch_with_numba(model, states, actions, stop_on_error):
     n = len(states)
     nxt = np.zeros_like(states)
     rew = np.zeros(n)
     done = np.zeros(n, np.uint8)
     status = np.full(n, -1, np.int32)
     stepped = _step_batch_numba(model.cfunc, states, actions, nxt, rew, done, status, stop_on_error)
-    return nxt, rew, done.astype(bool), status, int(stepped)
+    return nxt, rew, done, status, stepped
 
 
 def rollout_batch(model, start_states: np.ndarray, actions: np.ndarray, gamma: float = 1.0):
-    """Discounted returns of n open-loop action sequences (n, horizon, n_action) from n starts."""
+    """Discounted returns of n open-loop action sequences (n, horizon, n_action) from n starts.
+
+    The speed step measures a compiled model's steps per second with it (`codeworld.speed`).
+    """
     start_states = _as_2d(start_states)
     actions = np.ascontiguousarray(actions, dtype=np.float64)
     if actions.ndim == 2:
         actions = actions[:, :, None]
     if actions.ndim != 3 or len(actions) != len(start_states):
         raise ValueError("actions must be (n, horizon, n_action) with n matching start_states")
-    if backend() == "cpp":
-        returns, steps, status = core().rollout_batch(model.address, start_states, actions, gamma)
-        return returns, steps, status
+    return select(cpp=_rollout_batch_cpp, numba=_rollout_batch_with_numba)(
+        model, start_states, actions, float(gamma))
+
+
+def _rollout_batch_cpp(model, start_states, actions, gamma):
+    return core().rollout_batch(model.address, start_states, actions, gamma)
+
+
+def _rollout_batch_with_numba(model, start_states, actions, gamma):
     n = len(start_states)
     returns = np.zeros(n)
     steps = np.zeros(n, np.int64)
     status = np.zeros(n, np.int32)
-    _rollout_batch_numba(model.cfunc, start_states, actions, float(gamma), returns, steps, status)
+    _rollout_batch_numba(model.cfunc, start_states, actions, gamma, returns, steps, status)
     return returns, steps, status
 
 
@@ -133,13 +149,3 @@ def rollout_batch_reference(step, start_states, actions, gamma: float = 1.0, dis
         returns[i] = total
         steps[i] = t
     return returns, steps
-
-
-def op_rollout_parity(ctx, start_states, actions, gamma: float = 1.0) -> dict:
-    """Sandbox op: run `rollout_batch` and its slow reference on the loaded model (for tests)."""
-    model = ctx.state["model"]
-    returns, steps, status = rollout_batch(model, start_states, actions, gamma)
-    ref_returns, ref_steps = rollout_batch_reference(model.step, start_states, actions, gamma,
-                                                     discrete=model.discrete)
-    return {"backend": backend(), "returns": returns, "steps": steps, "status": status,
-            "ref_returns": ref_returns, "ref_steps": ref_steps}

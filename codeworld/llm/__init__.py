@@ -3,27 +3,23 @@
 ``make_llm(spec)`` builds a client from a spec string: ``local`` (the embedded
 Qwen2.5-Coder-1.5B-Instruct, the default: no key, no network), ``openai:MODEL`` (any
 OpenAI-compatible endpoint), ``hf:MODEL`` (Hugging Face ``transformers``) or ``scripted:FILE``
-(replays completions). ``client.complete(messages, **sampling)`` returns a `Completion`.
+(replays completions); each backend is one module, named in the registry `codeworld.llm.backends`. ``client.complete(messages, **sampling)`` returns a `Completion`.
 Prompts are template files filled by `render`; programs are taken from completions by
 `extract_code`.
 """
 
-from codeworld.llm.accounting import Accounting
-from codeworld.llm.backends import (
-    BackendOptions,
-    HFBackend,
-    OpenAIBackend,
-    ScriptedBackend,
-    ScriptExhaustedError,
-    backend_names,
-    make_backend,
-    register_backend,
-)
-from codeworld.llm.client import LLM, LLMConfig, RetryPolicy, add_llm_arguments, llm_from_args, make_llm
+from codeworld.llm.accounting import LLMAccounting
+from codeworld.llm.backends import backend_names, make_backend, register_backend
+from codeworld.llm.client import LLMClient, LLMConfig, RetryPolicy, add_llm_arguments, llm_from_args, make_llm
 from codeworld.llm.extract import CodeExtractionError, ExtractedCode, defines_world_model, extract_code, extract_program
+from codeworld.llm.hf import HFBackend
+from codeworld.llm.openai_compatible import OpenAIBackend
 from codeworld.llm.prompts import PROMPT_NAMES, PromptError, fill, format_transitions, format_value, parse_prediction, render
+from codeworld.llm.scripted import ScriptedBackend, ScriptExhaustedError
 from codeworld.llm.types import (
+    Backend,
     BackendNotInstalledError,
+    BackendOptions,
     Completion,
     LLMError,
     LLMUnavailableError,
@@ -33,15 +29,16 @@ from codeworld.llm.types import (
 )
 
 __all__ = [
-    "LLM",
     "PROMPT_NAMES",
-    "Accounting",
+    "Backend",
     "BackendNotInstalledError",
     "BackendOptions",
     "CodeExtractionError",
     "Completion",
     "ExtractedCode",
     "HFBackend",
+    "LLMAccounting",
+    "LLMClient",
     "LLMConfig",
     "LLMError",
     "LLMUnavailableError",

@@ -44,7 +44,7 @@ def price_of(backend: str, model: str,
 
 
 @dataclass
-class Accounting:
+class LLMAccounting:
     """Running totals of one client's LLM use. Thread-safe updates through `record_*`.
 
     Attributes:

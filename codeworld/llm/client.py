@@ -1,4 +1,4 @@
-"""The client every part of codeworld calls: ``LLM.complete(messages, **sampling) -> Completion``.
+"""The client every part of codeworld calls: ``LLMClient.complete(messages, **sampling) -> Completion``.
 
 It wraps one backend (chosen by a spec string, see `codeworld.llm.backends`) with:
 
@@ -23,10 +23,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from codeworld.llm.accounting import Accounting
-from codeworld.llm.backends import Backend, BackendOptions, make_backend
+from codeworld.llm.accounting import LLMAccounting
+from codeworld.llm.backends import backend_names, make_backend
 from codeworld.llm.cache import CompletionCache, default_cache_root, request_key
 from codeworld.llm.types import (
+    Backend,
+    BackendOptions,
     Completion,
     LLMUnavailableError,
     Sampling,
@@ -92,7 +94,7 @@ class LLMConfig:
     prices: dict | None = None
 
 
-class LLM:
+class LLMClient:
     """A backend with retries, a completion cache and accounting.
 
     Args:
@@ -110,7 +112,7 @@ class LLM:
         self.backend = backend
         self.config = config or LLMConfig()
         self.defaults = defaults or Sampling()
-        self.accounting = Accounting()
+        self.accounting = LLMAccounting()
         self._sleep = sleep
         self._rng = random.Random()
         self._log_lock = threading.Lock()
@@ -215,7 +217,7 @@ class LLM:
         self.save_state()
         self.backend.close()
 
-    def __enter__(self) -> "LLM":
+    def __enter__(self) -> "LLMClient":
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -226,17 +228,17 @@ def _with(completion: Completion, **changes: Any) -> Completion:
     return Completion.from_json({**completion.to_json(), **changes})
 
 
-def make_llm(spec: str | LLMConfig = DEFAULT_SPEC, **config: Any) -> LLM:
+def make_llm(spec: str | LLMConfig = DEFAULT_SPEC, **config: Any) -> LLMClient:
     """Builds a client from a spec string (``"local"``, ``"openai:gpt-4o-mini"``, ...) or a config.
 
     Args:
         spec: the backend spec, or a full `LLMConfig`.
         **config: `LLMConfig` fields when ``spec`` is a string (``cache_dir``, ``run_dir``, ...),
-            plus ``sleep`` and ``defaults`` for `LLM`.
+            plus ``sleep`` and ``defaults`` for `LLMClient`.
     """
     client_kwargs = {k: config.pop(k) for k in ("sleep", "defaults") if k in config}
     cfg = spec if isinstance(spec, LLMConfig) else LLMConfig(spec=spec, **config)
-    return LLM(make_backend(cfg.spec, cfg.backend), cfg, **client_kwargs)
+    return LLMClient(make_backend(cfg.spec, cfg.backend), cfg, **client_kwargs)
 
 
 def add_llm_arguments(parser: argparse.ArgumentParser) -> None:
@@ -244,8 +246,9 @@ def add_llm_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("LLM")
     group.add_argument("--llm", default=os.environ.get("CODEWORLD_LLM", DEFAULT_SPEC),
                        metavar="SPEC",
-                       help="local (embedded, default), openai:MODEL, hf:MODEL or scripted:FILE "
-                            "(default from CODEWORLD_LLM, else local)")
+                       help="local (embedded, default), openai:MODEL, hf:MODEL, scripted:FILE or another "
+                            f"registered backend (registered: {', '.join(backend_names())}; "
+                            "default from CODEWORLD_LLM, else local)")
     group.add_argument("--llm-base-url", default=None, metavar="URL",
                        help="OpenAI-compatible endpoint (default: OPENAI_BASE_URL)")
     group.add_argument("--llm-api-key", default=None, metavar="KEY",
@@ -266,7 +269,7 @@ def add_llm_arguments(parser: argparse.ArgumentParser) -> None:
                             "'draft'), none (CODEWORLD_LOCAL_SPECULATION)")
 
 
-def llm_from_args(args: argparse.Namespace, run_dir: str | None = None, *, slots: int = 1) -> LLM:
+def llm_from_args(args: argparse.Namespace, run_dir: str | None = None, *, slots: int = 1) -> LLMClient:
     """The client the options of `add_llm_arguments` describe.
 
     Args:

@@ -36,9 +36,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
-from codeworld.llm.backends import BackendOptions, OpenAIBackend
 from codeworld.llm.cache import default_cache_root
-from codeworld.llm.types import BackendNotInstalledError, LLMError, RawCompletion, Sampling
+from codeworld.llm.openai_compatible import OpenAIBackend
+from codeworld.llm.types import BackendNotInstalledError, BackendOptions, LLMError, RawCompletion, Sampling
 
 MODEL_NAME = "qwen2.5-coder-1.5b-instruct-q4_k_m"
 MODEL_FILE = f"{MODEL_NAME}.gguf"

@@ -1,4 +1,5 @@
-"""The records of the LLM layer: sampling settings, completions, and the errors a caller handles.
+"""The records of the LLM layer: sampling settings, completions, the errors a caller handles, and
+what a backend is (`Backend`, `BackendOptions`), shared by the backend modules and the client.
 
 Messages are plain dicts in the chat format every backend understands,
 ``{"role": "system" | "user" | "assistant", "content": str}``. A conversation that ends with an
@@ -9,7 +10,7 @@ completion's `Completion.text` is only the new text, and `Completion.full_text` 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
-from typing import Any
+from typing import Any, Protocol
 
 ROLES = ("system", "user", "assistant")
 
@@ -211,3 +212,65 @@ def prefill_of(messages: list[dict]) -> str:
     assistant's, else the empty string."""
     return messages[-1]["content"] if messages[-1]["role"] == "assistant" else ""
 
+
+def strip_echoed_prefill(text: str, prefill: str) -> str:
+    """`text` without the prefill at its start, for servers that echo the prefill."""
+    # Some OpenAI-compatible servers (the llama.cpp server among them) return the prefill
+    # followed by its continuation; others return the continuation only.
+    if prefill and text.startswith(prefill):
+        return text[len(prefill):]
+    return text
+
+
+# --- backends --------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class BackendOptions:
+    """Settings a backend factory may use; each backend ignores those it has no use for.
+
+    Attributes:
+        api_key: key of an OpenAI-compatible endpoint; None reads ``OPENAI_API_KEY``.
+        base_url: URL of an OpenAI-compatible endpoint (``.../v1``); None reads
+            ``OPENAI_BASE_URL`` and then uses OpenAI's own.
+        timeout_s: how long one request may take before it counts as timed out (and is retried).
+        local_threads: CPU threads of the embedded model; None uses ``CODEWORLD_LOCAL_THREADS``
+            or else every core the process may use.
+        local_context: context window of each of the embedded model's slots, in tokens.
+        local_slots: requests the embedded model decodes together (a search's ``parallel``).
+        local_speculation: speculative decoding of the embedded model: ``ngram``, ``draft``
+            or ``none``; None uses ``CODEWORLD_LOCAL_SPECULATION`` or else the default
+            (see `codeworld.llm.local.ServerSettings`).
+        hf_device: torch device of an ``hf:`` model (``"cuda"``, ``"cpu"``); None picks CUDA when
+            available.
+        hf_dtype: torch dtype name of an ``hf:`` model (``"bfloat16"``, ``"float32"``, ``"auto"``).
+    """
+
+    api_key: str | None = None
+    base_url: str | None = None
+    timeout_s: float = 600.0
+    local_threads: int | None = None
+    local_context: int = 8192
+    local_slots: int = 1
+    local_speculation: str | None = None
+    hf_device: str | None = None
+    hf_dtype: str = "auto"
+
+
+class Backend(Protocol):
+    """What the client needs of a backend.
+
+    Attributes:
+        name: the registry name (``openai``, ``local``, ...), part of the cache key.
+        model: the model name, part of the cache key.
+        cacheable: False for backends whose answers must not be cached (``scripted``).
+    """
+
+    name: str
+    model: str
+    cacheable: bool
+
+    def chat(self, messages: list[dict], sampling: Sampling) -> RawCompletion:
+        """One completion. Raises TransientLLMError for failures worth retrying."""
+
+    def close(self) -> None:
+        """Releases what the backend holds (connections, servers)."""

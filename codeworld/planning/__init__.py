@@ -1,14 +1,23 @@
-"""Planning with code world models: MCTS and CEM configs and agents, the oracle, evaluation by return.
+"""Planning with code world models: the planner registry, MCTS and CEM, the oracle, evaluation by return.
 
 The kernels live in csrc/ (C++) and codeworld/kernels/ (Numba twins, references); this package
 turns them into agents, runs them on a model inside the sandbox, on the true simulator, and on the
 real environment, and wraps a model as a Gymnasium environment.
 """
 
-from codeworld.planning.config import CemConfig, MctsConfig, make_config
-from codeworld.planning.evaluate import Evaluation, ReturnStats, evaluate, normalized_return
+from codeworld.planning.cem import CemConfig, CemPlanner
+from codeworld.planning.evaluate import PlanEvaluation, ReturnStats, evaluate, normalized_return
+from codeworld.planning.mcts import MctsConfig, MctsPlanner
 from codeworld.planning.oracle import OracleModel
-from codeworld.planning.planners import PLANNERS, CemPlanner, MctsPlanner, ModelAccess, make_planner
+from codeworld.planning.planners import ModelAccess, Planner
+from codeworld.planning.registry import (
+    PLANNERS,
+    PlannerEntry,
+    get_planner,
+    make_config,
+    make_planner,
+    register_planner,
+)
 
 __all__ = [
     "PLANNERS",
@@ -16,17 +25,21 @@ __all__ = [
     "CemPlanner",
     "CodeWorldEnv",
     "CodeWorldVectorEnv",
-    "Evaluation",
     "MctsConfig",
     "MctsPlanner",
     "ModelAccess",
     "OracleModel",
+    "PlanEvaluation",
+    "Planner",
+    "PlannerEntry",
     "ReturnStats",
     "WorldModelError",
     "evaluate",
+    "get_planner",
     "make_config",
     "make_planner",
     "normalized_return",
+    "register_planner",
 ]
 
 _GYM_NAMES = ("CodeWorldEnv", "CodeWorldVectorEnv", "WorldModelError")

@@ -24,15 +24,14 @@ from typing import Any, Callable
 
 import numpy as np
 
-from codeworld.planning.config import SPEED_ONLY_FIELDS, config_to_dict, make_config
-from codeworld.planning.planners import ModelAccess, decision_seed, make_planner
+from codeworld.planning.planners import ModelAccess, decision_seed
+from codeworld.planning.registry import (SPEED_ONLY_FIELDS, config_to_dict, get_planner, make_config, make_planner,
+                                         planner_of)
+from codeworld.sandbox import DECISION_TIMEOUT_S
 
 Progress = Callable[[str, int, int], None]  # (policy, episode, step)
-DEFAULT_DECISION_TIMEOUT_S = 120.0
-_CACHE_VERSION = 1
-# A planner whose results changed for the same config and seed gets a new version of its own, so
-# that the other planners' cached baselines stay valid (cem 2: normals drawn in pairs).
-_PLANNER_CACHE_VERSIONS = {"cem": 2}
+DEFAULT_DECISION_TIMEOUT_S = DECISION_TIMEOUT_S
+_CACHE_VERSION = 1  # of the random policy's results; a planner's results carry its own (PlannerEntry)
 
 
 @dataclass
@@ -92,7 +91,7 @@ def normalized_return(r_model: float | None, r_random: float | None, r_oracle: f
 
 
 @dataclass
-class Evaluation:
+class PlanEvaluation:
     """The three returns and the normalized return for one environment and model.
 
     Attributes:
@@ -248,6 +247,7 @@ def run_model(env_id: str, source: str, config=None, episodes: int = 10, seed: i
     than `decision_timeout_s` for one decision ends the run with that sandbox status and message.
     """
     from codeworld.envs import decode_action, encode_obs, get_spec
+    from codeworld.planning.ops import plan_act, plan_reset
     from codeworld.sandbox import ModelWorker, SandboxLimits
 
     spec = get_spec(env_id)
@@ -261,16 +261,18 @@ def run_model(env_id: str, source: str, config=None, episodes: int = 10, seed: i
         where = f" (line {exc.line})" if getattr(exc, "line", None) else ""
         return ReturnStats("model", status="exception", message=f"the program is not a world model{where}: {exc}")
     model_steps = 0
+    # The worker imports the planner's module, where a planner defined outside codeworld registers.
     reset_args = {"config": config_to_dict(config), "n_actions": spec.n_actions,
-                  "action_low": list(spec.action_low), "action_high": list(spec.action_high)}
+                  "action_low": list(spec.action_low), "action_high": list(spec.action_high),
+                  "planner_module": planner_of(config).planner_class.__module__}
     try:
         def decide(env, obs, episode, t):
             nonlocal model_steps
             if t == 0:
-                started = worker.call("codeworld.planning.ops:plan_reset", **reset_args)
+                started = worker.call(plan_reset, **reset_args)
                 if not started.ok:
                     raise _Stop(started.status, f"loading the model failed: {started.summary()}")
-            result = worker.call("codeworld.planning.ops:plan_act", timeout_s=decision_timeout_s,
+            result = worker.call(plan_act, timeout_s=decision_timeout_s,
                                  state=encode_obs(spec.env_id, obs), seed=decision_seed(seed, episode, t))
             if not result.ok:
                 where = f"episode {episode}, step {t}"
@@ -300,7 +302,9 @@ def _cache_key(policy: str, env_id: str, config: dict | None, episodes: int, see
 
     import codeworld
 
-    version = _PLANNER_CACHE_VERSIONS.get((config or {}).get("planner"), _CACHE_VERSION)
+    # A planner whose results changed for the same config and seed has a new version of its own,
+    # so that the other planners' cached baselines stay valid.
+    version = get_planner(config["planner"]).cache_version if config else _CACHE_VERSION
     payload = {"v": version, "policy": policy, "env_id": env_id, "config": config, "episodes": episodes,
                "seed": seed, "max_steps": max_steps, "gymnasium": gymnasium.__version__,
                "codeworld": codeworld.__version__}
@@ -342,13 +346,14 @@ UNLIMITED_ENV_MAX_STEPS = 100
 def evaluate(env_id: str, source: str | None = None, config=None, *, episodes: int = 10, seed: int = 0,
              max_steps: int | None = None, policies: tuple[str, ...] = POLICIES, use_cache: bool = True,
              decision_timeout_s: float = DEFAULT_DECISION_TIMEOUT_S, compile: bool = True,
-             progress: Progress | None = None) -> Evaluation:
+             progress: Progress | None = None) -> PlanEvaluation:
     """Evaluate a code world model by the return its planner earns on the real environment.
 
     Args:
         env_id: a CWMB environment id.
         source: the model program (needed when ``"model"`` is in `policies`).
-        config: an `MctsConfig` or `CemConfig` (default: the paper's, for the env's planner).
+        config: a registered planner's config, such as an `MctsConfig` or `CemConfig` (default:
+            the paper's, for the env's planner).
         episodes: seeded episodes per policy (paper: 10).
         seed: episode ``i`` resets with ``seed + i``; planner seeds derive from it too.
         max_steps: cap on steps per episode (None: the env's own time limit, or
@@ -373,7 +378,7 @@ def evaluate(env_id: str, source: str | None = None, config=None, *, episodes: i
     unknown = set(policies) - set(POLICIES)
     if unknown:
         raise ValueError(f"unknown policies {sorted(unknown)} (known: {', '.join(POLICIES)})")
-    result = Evaluation(spec.env_id, seed, episodes, max_steps, cfg)
+    result = PlanEvaluation(spec.env_id, seed, episodes, max_steps, cfg)
     if "random" in policies:
         result.random = _cached("random", spec.env_id, None, episodes, seed, max_steps, use_cache,
                                 lambda: run_random(spec.env_id, episodes, seed, max_steps, progress))

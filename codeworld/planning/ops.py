@@ -2,8 +2,8 @@
 
 The parent keeps the real environment and, per decision, sends the current state:
 
-    worker.call("codeworld.planning.ops:plan_reset", config=..., n_actions=..., ...)
-    worker.call("codeworld.planning.ops:plan_act", state=..., seed=...)
+    worker.call(plan_reset, config=..., n_actions=..., ...)
+    worker.call(plan_act, state=..., seed=...)
 
 so a model that crashes or hangs mid-plan ends that request with a structured sandbox record
 (exception, invalid_output, timeout, ...) and nothing else. A compiled model is planned with
@@ -12,49 +12,52 @@ through its C function pointer; any other through one batched Python call per de
 
 from __future__ import annotations
 
+import importlib
 from types import SimpleNamespace
+
 import numpy as np
 
 from codeworld import model as cwm
 from codeworld.kernels.mcts import PlanningModelError
-from codeworld.planning.config import config_from_dict
-from codeworld.planning.planners import ModelAccess, make_planner
+from codeworld.planning.planners import ModelAccess
+from codeworld.planning.registry import PLANNERS, config_from_dict, make_planner
+from codeworld.sandbox.ops import OpFailure, loaded_model, sandbox_op
 
 
 def python_step_batch(model: cwm.LoadedModel):
-    """A batched step over a loaded model's Python ``step``, validating every output."""
+    """A batched step over a loaded model's Python ``step``, validating every output.
+
+    A step that raises ends the batch with its exception; one that returns something outside the
+    contract, with an ``invalid_output`` `OpFailure`.
+    """
 
     def step_batch(states: np.ndarray, actions: np.ndarray):
         n, n_state = states.shape
         next_states = np.empty((n, n_state))
         rewards = np.empty(n)
         dones = np.empty(n, dtype=np.uint8)
-        for i in range(n):
-            action = int(actions[i, 0]) if model.discrete else actions[i].copy()
-            result = model.step(states[i].copy(), action)
-            try:
-                nxt, reward, done = cwm.validate_output(result, n_state)
-            except cwm.InvalidOutput as exc:
-                exc.sandbox_status = "invalid_output"  # read by the worker's error record
-                raise
-            next_states[i] = nxt
-            rewards[i] = reward
-            dones[i] = done
+        for i, output, error in cwm.step_each(model.step, states, actions, discrete=model.discrete):
+            if isinstance(error, cwm.InvalidOutput):
+                raise OpFailure.from_exception(error, model.filename, status="invalid_output") from None
+            if error is not None:
+                raise error
+            next_states[i], rewards[i], dones[i] = output
         return next_states, rewards, dones
 
     return step_batch
 
 
-def _model(ctx) -> cwm.LoadedModel:
-    model = ctx.state.get("model")
-    if model is None:
-        raise RuntimeError("no model loaded in this worker (call the 'load' op first)")
-    return model
+@sandbox_op
+def plan_reset(ctx, config: dict, n_actions: int = 0, action_low=(), action_high=(),
+               planner_module: str | None = None) -> dict:
+    """Create the planner for a new episode. Returns how the model is reached.
 
-
-def plan_reset(ctx, config: dict, n_actions: int = 0, action_low=(), action_high=()) -> dict:
-    """Create the planner for a new episode. Returns how the model is reached."""
-    model = _model(ctx)
+    `planner_module` is the module that defines the planner: imported here when the planner is not
+    registered yet (one registered outside codeworld registers itself there).
+    """
+    model = loaded_model(ctx)
+    if planner_module and config.get("planner") not in PLANNERS:
+        importlib.import_module(planner_module)
     spec = SimpleNamespace(n_actions=n_actions, action_low=tuple(action_low), action_high=tuple(action_high))
     planner = ctx.state.get("planner")
     cfg = config_from_dict(config)
@@ -67,6 +70,7 @@ def plan_reset(ctx, config: dict, n_actions: int = 0, action_low=(), action_high
     return {"access": "compiled" if model.compiled else "python", "compile_error": model.compile_error}
 
 
+@sandbox_op
 def plan_act(ctx, state, seed: int) -> dict:
     """Plan from `state`. Returns ``{"actions": [...], "model_steps": n, "info": {...}}``.
 

@@ -194,8 +194,6 @@ class SandboxTimeout(BaseException):
     Python-level op send what it has before the parent's hard kill, which follows shortly anyway.
     """
 
-    sandbox_status = "timeout"
-
 
 def install_soft_timeout() -> None:
     def handler(signum, frame):

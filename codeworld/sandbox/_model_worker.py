@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -68,8 +68,9 @@ class ModelWorker:
             self.info = result.value
         return result
 
-    def call(self, op: str, timeout_s: float | None = None, **kwargs: Any) -> SandboxResult:
-        """Run an op against the loaded model (loading it first when needed)."""
+    def call(self, op: Callable | str, timeout_s: float | None = None, **kwargs: Any) -> SandboxResult:
+        """Run an op (see `codeworld.sandbox.ops`) against the loaded model, loading it first when
+        needed; inside the op, `loaded_model(ctx)` is the model."""
         loaded = self.load()
         if not loaded.ok:
             return loaded

@@ -20,10 +20,23 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
-from typing import Any
+from typing import Any, Callable
+
+from codeworld.sandbox.ops import op_name
 
 GiB = 1024**3
 MiB = 1024**2
+
+# Wall-clock limits, named here once and used by every caller as defaults.
+# One program's run over a whole replay buffer (scoring, the constant fit's held-out passes, the
+# speed step's equality check) and any single sandbox request without a limit of its own.
+PROGRAM_TIMEOUT_S = 60.0
+# A worker's start-up: a fresh interpreter importing numpy (and Numba when asked).
+STARTUP_TIMEOUT_S = 60.0
+# One prediction pass of the speed step's equality check, when no program timeout is given.
+PORT_CHECK_TIMEOUT_S = 120.0
+# One planning decision with a model (`codeworld plan`, `codeworld.planning.evaluate`).
+DECISION_TIMEOUT_S = 120.0
 
 STATUSES = ("ok", "exception", "timeout", "memory", "crashed", "killed", "invalid_output")
 
@@ -48,8 +61,8 @@ class SandboxLimits:
             partial results before the hard kill.
     """
 
-    timeout_s: float = 60.0
-    startup_timeout_s: float = 60.0
+    timeout_s: float = PROGRAM_TIMEOUT_S
+    startup_timeout_s: float = STARTUP_TIMEOUT_S
     memory_bytes: int | None = 4 * GiB
     cpu_seconds: int | None = 3600
     file_bytes: int | None = 64 * MiB
@@ -257,13 +270,15 @@ class Sandbox:
 
     # -- requests -------------------------------------------------------------------------------
 
-    def call(self, op: str, timeout_s: float | None = None, **kwargs: Any) -> SandboxResult:
+    def call(self, op: Callable | str, timeout_s: float | None = None, **kwargs: Any) -> SandboxResult:
         """Run `op` in the worker with `kwargs`; never raises for anything the candidate does.
 
         Args:
-            op: a built-in op name (``load``, ``predict``, ...) or ``"codeworld.module:function"``.
+            op: an op declared with `codeworld.sandbox.ops.sandbox_op` (the function itself), or
+                a built-in op's name (``ping``, ``load``, ``predict``).
             timeout_s: wall-clock limit for this request (default: the limits' ``timeout_s``).
         """
+        name = op_name(op)
         if not self.alive:
             started = self.start()
             if not started.ok:
@@ -271,7 +286,7 @@ class Sandbox:
         assert self._conn_out is not None
         begin = time.monotonic()
         try:
-            self._conn_out.send((op, kwargs))
+            self._conn_out.send((name, kwargs))
         except (BrokenPipeError, OSError):
             pass  # the worker is gone; _wait_reply reports how it ended
         limit = self.limits.timeout_s if timeout_s is None else timeout_s

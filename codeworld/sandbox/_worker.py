@@ -2,26 +2,23 @@
 
 Started by `codeworld.sandbox.Sandbox` in a fresh interpreter (the equivalent of multiprocessing's
 ``spawn``: nothing is inherited from the parent but two pipe descriptors). It limits itself (see
-`_guards`), then serves requests ``(op, kwargs)`` until told to stop. An op is a function
-``op(ctx, **kwargs)``; built-in ops are in `BUILTIN_OPS`, and any ``"codeworld.module:function"``
-names an op defined elsewhere in the package. Ops stream partial results with ``ctx.emit``, which
-the parent keeps even when the request later times out.
+`_guards`), then serves requests ``(op name, kwargs)`` until told to stop. Ops are declared and named as
+`codeworld.sandbox.ops` says; they stream partial results with ``ctx.emit``, which the parent
+keeps even when the request later times out.
 """
 
 from __future__ import annotations
 
-import importlib
 import io
 import json
 import os
 import sys
 import time
-import traceback
 from multiprocessing.connection import Connection
-from typing import Any, Callable
+from typing import Any
 
 from codeworld.sandbox import _guards
-from codeworld.sandbox._ops import OpFailure
+from codeworld.sandbox.ops import failure_record, resolve_op
 
 
 class CappedWriter(io.TextIOBase):
@@ -66,46 +63,6 @@ class WorkerContext:
         self._conn.send(("partial", partial))
 
 
-def candidate_error(exc: BaseException, filename: str | None) -> dict:
-    """A cleaned description of an exception raised by candidate code.
-
-    The message names the exception, and, when the traceback passes through the candidate's
-    file, the last line of the candidate that was running, with its text.
-    """
-    import linecache
-
-    frames = traceback.extract_tb(exc.__traceback__)
-    line = None
-    code = None
-    candidate_frames = [f for f in frames if filename and f.filename == filename]
-    if isinstance(exc, SyntaxError) and exc.filename == filename:
-        line, code = exc.lineno, (exc.text or "").strip()
-    elif candidate_frames:
-        last = candidate_frames[-1]
-        line = last.lineno
-        code = (last.line or linecache.getline(filename, line)).strip()
-    message = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-    if isinstance(exc, SystemExit):
-        message = f"the model called sys.exit({exc.code!r})"
-    text = message if line is None else f"{message} (line {line}: {code})"
-    shown = [f for f in candidate_frames][-5:]
-    tb = "".join(traceback.format_list(shown)) if shown else ""
-    return {"type": type(exc).__name__, "message": text, "line": line, "code": code, "traceback": tb}
-
-
-def _resolve_op(name: str) -> Callable:
-    from codeworld.sandbox._ops import BUILTIN_OPS
-
-    if name in BUILTIN_OPS:
-        return BUILTIN_OPS[name]
-    if ":" in name:
-        module_name, func_name = name.split(":", 1)
-        if module_name == "codeworld" or module_name.startswith("codeworld."):
-            module = importlib.import_module(module_name)
-            return getattr(module, func_name)
-    raise KeyError(f"unknown sandbox op {name!r}")
-
-
 def serve(conn_in: Connection, conn_out: Connection, config: dict) -> None:
     ctx = WorkerContext(conn_out)
     while True:
@@ -118,25 +75,16 @@ def serve(conn_in: Connection, conn_out: Connection, config: dict) -> None:
             conn_out.send(("ok", None))
             return
         try:
-            op = _resolve_op(op_name)
-        except (KeyError, ImportError, AttributeError) as exc:
+            op = resolve_op(op_name)
+        except Exception as exc:  # noqa: BLE001 - an unknown op, or its module fails to import
             conn_out.send(("error", {"status": "exception", "type": type(exc).__name__,
                                      "message": f"{type(exc).__name__}: {exc}", "line": None,
                                      "code": None, "traceback": ""}))
             continue
         try:
             result = op(ctx, **kwargs)
-        except OpFailure as exc:
-            conn_out.send(("error", exc.record))
-        except MemoryError as exc:
-            record = candidate_error(exc, ctx.state.get("filename"))
-            record["status"] = "memory"
-            record["message"] = "the model ran out of memory (the sandbox's address-space limit)"
-            conn_out.send(("error", record))
         except BaseException as exc:  # noqa: BLE001 - SystemExit and KeyboardInterrupt included
-            record = candidate_error(exc, ctx.state.get("filename"))
-            record["status"] = getattr(exc, "sandbox_status", "exception")
-            record.update(getattr(exc, "sandbox_extra", {}))
+            record = failure_record(exc, ctx.state.get("filename"))
             try:
                 conn_out.send(("error", record))
             except Exception:  # e.g. an unpicklable detail; send the plain text instead

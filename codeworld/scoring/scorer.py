@@ -95,7 +95,7 @@ class Predictions:
 
 
 @dataclass(frozen=True)
-class Evaluation:
+class TransitionScores:
     """Per-transition results of one mode (arrays of length n) and their summary."""
 
     credit: np.ndarray
@@ -117,7 +117,7 @@ def _balanced_mean(values: np.ndarray, classes: np.ndarray) -> float:
     return float(np.mean(totals / counts))
 
 
-def evaluate(buffer: ReplayBuffer, spec: EnvSpec, mode: str, predictions: Predictions) -> Evaluation:
+def evaluate(buffer: ReplayBuffer, spec: EnvSpec, mode: str, predictions: Predictions) -> TransitionScores:
     """Compare `predictions` with `buffer` in `mode` (kernel call plus vectorized summaries)."""
     from codeworld.kernels.check import check_transitions  # imports Numba: only when scoring
 
@@ -157,8 +157,8 @@ def evaluate(buffer: ReplayBuffer, spec: EnvSpec, mode: str, predictions: Predic
         "reward": float(reward_ok.mean()),
         "done": float(done_ok.mean()),
     }
-    return Evaluation(credit, right, wrong_state, ~reward_ok, ~done_ok, score, float(right.mean()),
-                      components, skill)
+    return TransitionScores(credit, right, wrong_state, ~reward_ok, ~done_ok, score, float(right.mean()),
+                            components, skill)
 
 
 def floor_predictions(buffer: ReplayBuffer) -> Predictions:
@@ -304,7 +304,7 @@ class Scorer:
 
         For reference models written by hand (tests, baselines). Never pass untrusted code.
         """
-        from codeworld.model import InvalidOutput, validate_output
+        from codeworld.model import InvalidOutput, step_each
 
         started = time.perf_counter()
         n, d = self.buffer.obs.shape
@@ -313,19 +313,16 @@ class Scorer:
         dones = np.zeros(n, bool)
         status, message = "ok", None
         count = 0
-        for i in range(n):
-            action = _action(self.spec, self.buffer.actions[i])
-            if not self.spec.discrete:
-                action = np.array(action)
-            try:
-                next_states[i], rewards[i], dones[i] = validate_output(
-                    step(self.buffer.obs[i].copy(), action), d)
-            except InvalidOutput as exc:
-                status, message = "invalid_output", f"transition {i}: {exc}"
+        states = np.asarray(self.buffer.obs, dtype=np.float64)
+        actions = np.asarray(self.buffer.actions, dtype=np.float64).reshape(n, -1)
+        for i, output, error in step_each(step, states, actions, discrete=self.spec.discrete):
+            if isinstance(error, InvalidOutput):
+                status, message = "invalid_output", f"transition {i}: {error}"
                 break
-            except Exception as exc:  # noqa: BLE001 - reported, like the sandbox does
-                status, message = "exception", f"transition {i}: {type(exc).__name__}: {exc}"
+            if error is not None:  # reported, like the sandbox does
+                status, message = "exception", f"transition {i}: {type(error).__name__}: {error}"
                 break
+            next_states[i], rewards[i], dones[i] = output
             count += 1
         return self.score_predictions(Predictions(next_states, rewards, dones, count), status=status,
                                       message=message, started=started)
@@ -381,7 +378,7 @@ class Scorer:
         return self.score_predictions(empty, status=status, message=message, line=line,
                                       started=started)
 
-    def _first_error(self, ev: Evaluation, predictions: Predictions, status: str,
+    def _first_error(self, ev: TransitionScores, predictions: Predictions, status: str,
                      message: str | None, line: int | None) -> dict[str, Any] | None:
         buf = self.buffer
         wrong = np.flatnonzero(~ev.right[:predictions.n_predicted])

@@ -2,7 +2,8 @@
 
 The searches are pure state machines (`GifMcts`, `Rex`, `ZeroShot`) that propose LLM requests and
 take back outcomes; `synthesize` drives one against an LLM, a prompt builder and an evaluator, and
-saves a resumable `RunDir`. Methods are looked up by name in `METHODS`.
+saves a resumable `RunDir`, whose ``run.json`` is a `RunSpec`. Methods are looked up by name in
+`METHODS`.
 """
 
 from codeworld.synthesis.config import AssistConfig, GifMctsConfig, RexConfig, SamplingConfig, ZeroShotConfig
@@ -10,14 +11,15 @@ from codeworld.synthesis.gif_mcts import GifMcts
 from codeworld.synthesis.registry import METHODS, Method, get_method, register_method
 from codeworld.synthesis.rex import Rex, ZeroShot
 from codeworld.synthesis.run_dir import RunDir
-from codeworld.synthesis.runner import Accounting, RunDivergedError, SynthesisResult, synthesize
+from codeworld.synthesis.run_spec import RunSpec, RunStatus
+from codeworld.synthesis.runner import RunDivergedError, SearchAccounting, SynthesisResult, synthesize
 from codeworld.synthesis.types import (
     FIX,
     GENERATE,
     IMPROVE,
-    Evaluation,
     Evaluator,
     Outcome,
+    ProgramEvaluation,
     PromptBuilder,
     Request,
 )
@@ -27,21 +29,23 @@ __all__ = [
     "GENERATE",
     "IMPROVE",
     "METHODS",
-    "Accounting",
     "AssistConfig",
-    "Evaluation",
     "Evaluator",
     "GifMcts",
     "GifMctsConfig",
     "Method",
     "Outcome",
+    "ProgramEvaluation",
     "PromptBuilder",
     "Request",
     "Rex",
     "RexConfig",
     "RunDir",
     "RunDivergedError",
+    "RunSpec",
+    "RunStatus",
     "SamplingConfig",
+    "SearchAccounting",
     "SynthesisResult",
     "ZeroShot",
     "ZeroShotConfig",

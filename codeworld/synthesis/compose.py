@@ -25,6 +25,8 @@ from typing import Any
 
 import numpy as np
 
+from codeworld.sandbox import PROGRAM_TIMEOUT_S
+
 # How the composed program's header names the candidates it came from.
 _HEADER = "# Composed by codeworld from the programs of calls {calls}: each output component is\n" \
           "# taken from the program that predicts it best on the buffer.\n"
@@ -60,7 +62,7 @@ class Composition:
                 "candidate_scores": {str(k): v for k, v in self.candidate_scores.items()}}
 
 
-def compose_programs(candidates: list[tuple[int, str]], scorer: Any, *, timeout_s: float = 60.0,
+def compose_programs(candidates: list[tuple[int, str]], scorer: Any, *, timeout_s: float = PROGRAM_TIMEOUT_S,
                      max_programs: int = 4) -> Composition:
     """Pick, for each output component, the candidate that predicts it best, and write the program.
 

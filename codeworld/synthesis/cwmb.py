@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from codeworld.synthesis.types import FIX, GENERATE, IMPROVE, Evaluation, Request
+from codeworld.sandbox import PROGRAM_TIMEOUT_S
+from codeworld.synthesis.types import FIX, GENERATE, IMPROVE, ProgramEvaluation, Request
 
 
 class CwmbPrompts:
@@ -128,7 +129,7 @@ class ScorerEvaluator:
         names: one name per state component for the error summary (default: ``s0, s1, ...``).
     """
 
-    def __init__(self, scorer: Any, timeout_s: float = 60.0, assist: Any = None,
+    def __init__(self, scorer: Any, timeout_s: float = PROGRAM_TIMEOUT_S, assist: Any = None,
                  names: tuple[str, ...] | None = None):
         from codeworld.synthesis.config import AssistConfig
 
@@ -137,16 +138,20 @@ class ScorerEvaluator:
         self.assist = assist or AssistConfig()
         self.names = names
 
-    def prepare(self, program: str) -> tuple[str, list[dict]]:
-        """The program after its mechanical repairs, and the repairs (empty with checks off)."""
+    def prepare(self, program: str, parent: str = "") -> tuple[str, list[dict]]:
+        """The program after its mechanical repairs, and the repairs (empty with checks off).
+
+        `parent` is the program a fix or improve call was given: an answer with only some of
+        the program's pieces (no ``step``) is put into it first.
+        """
         if not self.assist.checks:
             return program, []
         from codeworld.synthesis.repairs import repair
 
-        repaired, repairs = repair(program)
+        repaired, repairs = repair(program, parent)
         return repaired, [r.to_json() for r in repairs]
 
-    def refine(self, program: str, evaluation: Evaluation) -> tuple[str, Evaluation, dict] | None:
+    def refine(self, program: str, evaluation: ProgramEvaluation) -> tuple[str, ProgramEvaluation, dict] | None:
         """A healthy, imperfect program with its constants fitted to the buffer, when the fit is
         kept (the held-out score improves) and the whole-buffer score rises; else None."""
         if not self.assist.fit_constants or evaluation.buggy or evaluation.score >= PERFECT:
@@ -164,7 +169,7 @@ class ScorerEvaluator:
                                    "constants": len(fit.constants or [])}
         return fit.source, fitted, fit.to_json()
 
-    def evaluate(self, program: str) -> Evaluation:
+    def evaluate(self, program: str) -> ProgramEvaluation:
         from codeworld.model import ModelSourceError
         from codeworld.sandbox import ModelWorker
 
@@ -179,13 +184,13 @@ class ScorerEvaluator:
                 data = self.scorer.failure_report("static_check", text, problems[0].line).to_dict()
                 data["stage"] = "static_check"
                 data["problems"] = [p.to_json() for p in problems]
-                return Evaluation(0.0, True, text, None, data)
+                return ProgramEvaluation(0.0, True, text, None, data)
         try:
             worker = ModelWorker(program, discrete=spec.discrete, compile=self.scorer.compile,
                                  limits=self.scorer.limits)
         except ModelSourceError as exc:
             data = self.scorer.failure_report("exception", str(exc), exc.line).to_dict()
-            return Evaluation(0.0, True, error_feedback(data, program), None, data)
+            return ProgramEvaluation(0.0, True, error_feedback(data, program), None, data)
         with worker:
             if self.assist.checks:
                 smoke, _ = self.scorer.score_worker(worker, timeout_s=self.timeout_s,
@@ -195,11 +200,11 @@ class ScorerEvaluator:
                     data["stage"] = "smoke"
                     feedback = ("It failed on the first recorded transition it was run on:\n"
                                 + error_feedback(data, program))
-                    return Evaluation(0.0, True, feedback, None, data)
+                    return ProgramEvaluation(0.0, True, feedback, None, data)
             report, predictions = self.scorer.score_worker(worker, timeout_s=self.timeout_s)
         data = report.to_dict()
         if not report.ok:
-            return Evaluation(0.0, True, error_feedback(data, program), None, data)
+            return ProgramEvaluation(0.0, True, error_feedback(data, program), None, data)
         mispredicted = data.get("first_error")
         feedback = ""
         if mispredicted and self.assist.error_summary and predictions is not None:
@@ -209,7 +214,7 @@ class ScorerEvaluator:
             feedback = (f"transition {mispredicted.get('index')}: state {mispredicted.get('state')}, "
                         f"action {mispredicted.get('action')}: expected {mispredicted.get('expected')}, "
                         f"predicted {mispredicted.get('predicted')}")
-        return Evaluation(float(report.score), False, feedback, mispredicted, data)
+        return ProgramEvaluation(float(report.score), False, feedback, mispredicted, data)
 
     def error_summary(self, predictions: Any) -> str:
         """The summary of a healthy program's errors over the buffer (`summarize_errors`)."""
@@ -232,7 +237,7 @@ class ScorerEvaluator:
 
 
 def make_cwmb_world(env_id: str, *, buffer: Any = None, mode: str = "sound",
-                    compile: bool = False, timeout_s: float = 60.0,
+                    compile: bool = False, timeout_s: float = PROGRAM_TIMEOUT_S,
                     assist: Any = None) -> tuple[CwmbPrompts, ScorerEvaluator]:
     """The prompts and the evaluator for one CWMB environment.
 

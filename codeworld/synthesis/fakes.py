@@ -12,7 +12,7 @@ import threading
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from codeworld.synthesis.types import Evaluation, Request
+from codeworld.synthesis.types import ProgramEvaluation, Request
 
 
 @dataclass(frozen=True)
@@ -80,21 +80,21 @@ class FakeEvaluator:
         self.seen: list[str] = []
         self._lock = threading.Lock()
 
-    def evaluate(self, program: str) -> Evaluation:
+    def evaluate(self, program: str) -> ProgramEvaluation:
         with self._lock:
             self.seen.append(program)
         lines = program.splitlines() or [""]
         head = lines[0].strip()
         if head.startswith("# bug:"):
             message = head[len("# bug:"):].strip()
-            return Evaluation(0.0, True, message, {"status": "exception", "message": message})
+            return ProgramEvaluation(0.0, True, message, {"status": "exception", "message": message})
         if head.startswith("# score="):
             score = float(head[len("# score="):])
             feedback = ""
             if len(lines) > 1 and lines[1].startswith("# feedback:"):
                 feedback = lines[1][len("# feedback:"):].strip()
-            return Evaluation(score, False, feedback, {"status": "ok", "score": score})
-        return Evaluation(0.0, True, "not a fake program", {"status": "invalid_output"})
+            return ProgramEvaluation(score, False, feedback, {"status": "ok", "score": score})
+        return ProgramEvaluation(0.0, True, "not a fake program", {"status": "invalid_output"})
 
 
 def fake_program(score: float | None = None, *, bug: str | None = None, feedback: str = "",

@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from codeworld.sandbox import PROGRAM_TIMEOUT_S
 from codeworld.synthesis.config import FinishConfig
 
 COMPOSE_FILE = "compose.json"
@@ -34,6 +35,22 @@ FAST_MODEL_FILE = "best_model_fast.py"
 
 def _dump(data: Any) -> str:
     return json.dumps(data, indent=2, default=str) + "\n"
+
+
+_COMPOSE_STATUS = {"one_program": "not needed, one program is best at every component",
+                   "too_few": "not needed, fewer than two programs ran",
+                   "not_functional": "not made, the programs are not all a module-level step"}
+
+
+def compose_verdict(compose: dict) -> str:
+    """One line on what the composition did (for the CLI's summaries)."""
+    if compose.get("status") != "composed":
+        return _COMPOSE_STATUS.get(compose.get("status"), str(compose.get("status")))
+    calls = ", ".join(str(c + 1) for c in compose.get("calls", []))
+    score = compose.get("score")
+    outcome = "buggy" if score is None else f"score {score:.4f}"
+    return (f"calls {calls} -> {outcome} (best was {compose['best_before']:.4f}), "
+            + ("now the best program" if compose.get("became_best") else "not kept"))
 
 
 def _write_best(run_dir: Any, source: str, origin: dict, evaluation: Any) -> None:
@@ -95,7 +112,7 @@ def finish_run(result: Any, evaluator: Any, config: FinishConfig, run_dir: Any =
     if scorer is None:
         return {"skipped": "the evaluator has no scorer"}
     record: dict = {"call": result.best_call}
-    timeout_s = getattr(evaluator, "timeout_s", 60.0)
+    timeout_s = getattr(evaluator, "timeout_s", PROGRAM_TIMEOUT_S)
 
     if config.compose and not result.best_evaluation.buggy:
         record["compose"] = _compose(result, evaluator, scorer, config, timeout_s, run_dir)

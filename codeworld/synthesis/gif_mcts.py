@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from codeworld.synthesis.config import GifMctsConfig
-from codeworld.synthesis.types import FIX, GENERATE, IMPROVE, Evaluation, Outcome, Request
+from codeworld.synthesis.types import FIX, GENERATE, IMPROVE, Outcome, ProgramEvaluation, Request
 
 ROOT = "root"
 _TIE_EPS = 1e-12
@@ -303,14 +303,14 @@ class GifMcts:
         if not node.buggy and node.score >= 1.0 - self.config.perfect_tolerance:
             self.stopped_perfect = True
 
-    def best(self) -> tuple[int, str, Evaluation] | None:
+    def best(self) -> tuple[int, str, ProgramEvaluation] | None:
         """The highest-scoring healthy program (earliest on ties), else the first program."""
         done = [n for n in self.nodes[1:] if not n.pending]
         if not done:
             return None
         best = max(done, key=lambda n: (not n.buggy, n.score, -n.id))
-        return best.id - 1, best.program, Evaluation(best.score, best.buggy, best.feedback,
-                                                     best.mispredicted)
+        return best.id - 1, best.program, ProgramEvaluation(best.score, best.buggy, best.feedback,
+                                                            best.mispredicted)
 
     def to_json(self) -> dict:
         nodes = []

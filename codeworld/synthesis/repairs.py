@@ -33,8 +33,8 @@ class Repair:
 
     Attributes:
         kind: ``"missing_import"``, ``"state_as_array"``, ``"reward_as_float"``,
-            ``"done_as_bool"``, ``"float_state_dtype"``, ``"result_default"`` or
-            ``"next_state_default"``.
+            ``"done_as_bool"``, ``"float_state_dtype"``, ``"result_default"``,
+            ``"next_state_default"`` or ``"merged_into_parent"``.
         line: the line it changed (in the program before the repair).
         detail: what was done, in words.
     """
@@ -47,12 +47,21 @@ class Repair:
         return {"kind": self.kind, "line": self.line, "detail": self.detail}
 
 
-def repair(source: str) -> tuple[str, list[Repair]]:
+def repair(source: str, parent: str = "") -> tuple[str, list[Repair]]:
     """The program with its mechanical repairs made, and the list of repairs (empty: unchanged).
+
+    Args:
+        source: the program an answer gave.
+        parent: the program the answer was asked to fix or improve, if any: an answer that
+            gives only some top-level pieces (helpers, constants) and no world model is put into
+            it (`merge_into_parent`).
 
     A program that does not parse is returned as it is.
     """
     repairs: list[Repair] = []
+    if parent:
+        source, done = merge_into_parent(source, parent)
+        repairs += done
     source, done = _repair_returns(source)
     repairs += done
     source, done = _repair_unbound_next_state(source)
@@ -62,6 +71,90 @@ def repair(source: str) -> tuple[str, list[Repair]]:
     source, done = _repair_unbound_results(source)
     repairs += done
     return source, repairs
+
+
+# ----------------------------------------------------------------------- partial answers
+
+_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def _defined_names(node: ast.stmt) -> list[str]:
+    """The module-level names a top-level statement defines (a def, a class, an assignment)."""
+    if isinstance(node, _DEFINITIONS):
+        return [node.name]
+    targets = (node.targets if isinstance(node, ast.Assign) else
+               [node.target] if isinstance(node, (ast.AnnAssign, ast.AugAssign)) else [])
+    return [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+
+
+def _is_world_model(tree: ast.Module) -> bool:
+    return any(isinstance(n, ast.FunctionDef) and n.name == "step" or
+               isinstance(n, ast.ClassDef) and n.name == "Environment" for n in tree.body)
+
+
+def merge_into_parent(source: str, parent: str) -> tuple[str, list[Repair]]:
+    """An answer that gives only some pieces of the program (the helpers or constants a fix asked
+    for, "the rest unchanged") put into the program it was asked to change.
+
+    Each top-level definition of the answer (a function, a class, a constant) replaces the
+    parent's of the same name, or, when new, goes just before the parent's world model; the
+    answer's imports go to the top. An answer that has a world model of its own (``step`` or
+    ``class Environment``), that defines nothing, or that does not parse, is left as it is.
+    """
+    try:
+        answer, tree = ast.parse(source), ast.parse(parent)
+    except SyntaxError:
+        return source, []
+    if _is_world_model(answer) or not _is_world_model(tree):
+        return source, []
+    pieces = [n for n in answer.body if _defined_names(n)]
+    imports = [n for n in answer.body if isinstance(n, (ast.Import, ast.ImportFrom))]
+    if not pieces:
+        return source, []
+    source_lines, parent_lines = source.splitlines(keepends=True), parent.splitlines(keepends=True)
+
+    def text(lines: list[str], node: ast.stmt) -> str:
+        first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+        chunk = "".join(lines[first - 1: node.end_lineno])
+        return chunk if chunk.endswith("\n") else chunk + "\n"
+
+    replaced: dict[int, str] = {}  # index of a parent statement -> its new text
+    new: list[str] = []
+    names: list[str] = []
+    for piece in pieces:
+        piece_names = set(_defined_names(piece))
+        names += sorted(piece_names)
+        at = next((i for i, n in enumerate(tree.body) if piece_names & set(_defined_names(n))), None)
+        if at is None:
+            new.append(text(source_lines, piece))
+        else:
+            replaced[at] = replaced.get(at, "") + text(source_lines, piece)
+    model_at = next(i for i, n in enumerate(tree.body) if isinstance(n, (ast.FunctionDef, ast.ClassDef))
+                    and n.name in ("step", "Environment"))
+    out: list[str] = []
+    done_upto = 0  # parent lines written so far
+    for i, node in enumerate(tree.body):
+        start = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])]) - 1
+        if i == model_at and new:
+            out.append("".join(parent_lines[done_upto:start]))
+            out.append("\n\n".join(new) + "\n\n")
+            done_upto = start
+        if i in replaced:
+            out.append("".join(parent_lines[done_upto:start]))
+            out.append(replaced[i])
+            done_upto = node.end_lineno
+    out.append("".join(parent_lines[done_upto:]))
+    merged = "".join(out)
+    have = {ast.unparse(n) for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))}
+    extra = [ast.unparse(n) + "\n" for n in imports if ast.unparse(n) not in have]
+    merged = "".join(extra) + merged
+    try:
+        ast.parse(merged)
+    except SyntaxError:
+        return source, []
+    return merged, [Repair("merged_into_parent", pieces[0].lineno,
+                           f"the answer had no world model, only {', '.join(names)}: put into the "
+                           "program it was asked to change")]
 
 
 # ------------------------------------------------------------------- reward and done defaults

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from codeworld.synthesis.config import RexConfig, ZeroShotConfig
-from codeworld.synthesis.types import FIX, GENERATE, IMPROVE, Evaluation, Outcome, Request
+from codeworld.synthesis.types import FIX, GENERATE, IMPROVE, Outcome, ProgramEvaluation, Request
 
 
 @dataclass
@@ -73,13 +73,13 @@ class _PoolSearch:
     def _stops_on_perfect(self) -> bool:
         return True
 
-    def best(self) -> tuple[int, str, Evaluation] | None:
+    def best(self) -> tuple[int, str, ProgramEvaluation] | None:
         """The highest-scoring healthy program (earliest on ties), else the first program."""
         if not self.pool:
             return None
         best = max(self.pool, key=lambda e: (not e.buggy, e.score, -e.call))
-        return best.call, best.program, Evaluation(best.score, best.buggy, best.feedback,
-                                                   best.mispredicted)
+        return best.call, best.program, ProgramEvaluation(best.score, best.buggy, best.feedback,
+                                                          best.mispredicted)
 
     def to_json(self) -> dict:
         return {"method": self.method, "calls": self.calls, "stopped_perfect": self.stopped_perfect,

@@ -3,7 +3,7 @@
 Layout::
 
     RUN_DIR/
-      run.json            method, env, LLM, budget, seed, config, status
+      run.json            the run's `RunSpec`: method, env, LLM, budget, seed, config, status
       calls/0003.json     call 3: the request, the messages sent, the completion and its cost
       programs/0003.py    the program call 3 wrote
       programs/0003.json  its evaluation (score, buggy, feedback, the scorer's full report)
@@ -29,7 +29,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from codeworld.synthesis.types import Evaluation
+from codeworld.synthesis.run_spec import RunSpec, RunStatus
+from codeworld.synthesis.types import ProgramEvaluation
 
 RUN_FILE = "run.json"
 CALLS_DIR = "calls"
@@ -89,21 +90,49 @@ class RunDir:
         """Whether a run was started here (its ``run.json`` exists)."""
         return (self.path / RUN_FILE).is_file()
 
-    def init(self, meta: dict) -> None:
+    def init(self, spec: RunSpec) -> None:
         """Create the directory and write ``run.json``."""
         self.path.mkdir(parents=True, exist_ok=True)
-        write_atomic(self.path / RUN_FILE, _dump(meta))
+        self._write_spec(spec)
+
+    def _write_spec(self, spec: RunSpec) -> None:
+        # The one place that writes run.json.
+        write_atomic(self.path / RUN_FILE, _dump(spec.to_json()))
 
     @property
-    def meta(self) -> dict:
-        """The contents of ``run.json``."""
-        return json.loads((self.path / RUN_FILE).read_text(encoding="utf-8"))
+    def spec(self) -> RunSpec:
+        """The run's `RunSpec`, read from ``run.json`` (also one written by an earlier version).
 
-    def update_meta(self, **changes: Any) -> dict:
-        """Change fields of ``run.json``; returns the new contents."""
-        meta = {**self.meta, **changes}
-        write_atomic(self.path / RUN_FILE, _dump(meta))
-        return meta
+        Raises:
+            ValueError: the file is not a run's spec (see `RunSpec.from_json`).
+        """
+        data = json.loads((self.path / RUN_FILE).read_text(encoding="utf-8"))
+        try:
+            return RunSpec.from_json(data)
+        except (ValueError, TypeError) as exc:
+            raise ValueError(f"{self.path / RUN_FILE}: {exc}") from None
+
+    def update_spec(self, **changes: Any) -> RunSpec:
+        """Change fields of ``run.json``; returns the new spec."""
+        spec = self.spec.replace(**changes)
+        self._write_spec(spec)
+        return spec
+
+    def set_status(self, status: RunStatus) -> RunSpec:
+        """Record where the run stands; returns the new spec."""
+        return self.update_spec(status=RunStatus(status))
+
+    def begin(self, spec: RunSpec) -> RunSpec:
+        """Mark the run running, as a job that may be rerun does.
+
+        A new run gets ``spec``; a run already started here keeps its own spec and takes only
+        the new budget (so a rerun continues the run it finds). Returns the spec written.
+        """
+        if not self.exists():
+            spec = spec.replace(status=RunStatus.RUNNING)
+            self.init(spec)
+            return spec
+        return self.update_spec(status=RunStatus.RUNNING, budget=spec.budget)
 
     # ------------------------------------------------------------------ calls and programs
 
@@ -133,7 +162,7 @@ class RunDir:
         """Every saved call record, by call index."""
         return self._load_numbered(CALLS_DIR)
 
-    def save_program(self, call: int, program: str | None, evaluation: Evaluation) -> None:
+    def save_program(self, call: int, program: str | None, evaluation: ProgramEvaluation) -> None:
         """Save the program a call wrote and its evaluation."""
         if program is not None:
             write_atomic(self.program_path(call), program)
@@ -172,7 +201,7 @@ class RunDir:
         """Every saved in-search fit record, by call index (empty for runs without fits)."""
         return self._load_numbered(FITS_DIR)
 
-    def load_evaluation(self, call: int, program: str | None) -> Evaluation | None:
+    def load_evaluation(self, call: int, program: str | None) -> ProgramEvaluation | None:
         """The saved evaluation of a call's program, if it is for this very program."""
         report = self.report_path(call)
         if not report.is_file():
@@ -184,7 +213,7 @@ class RunDir:
             path = self.program_path(call)
             if not path.is_file() or path.read_text(encoding="utf-8") != program:
                 return None
-        return Evaluation.from_json(record)
+        return ProgramEvaluation.from_json(record)
 
     def program_reports(self) -> dict[int, dict]:
         """Every saved program evaluation, by call index."""
@@ -193,7 +222,7 @@ class RunDir:
     # ------------------------------------------------------------------ state
 
     def save_state(self, tree: dict, accounting: dict,
-                   best: tuple[int, str, Evaluation] | None) -> None:
+                   best: tuple[int, str, ProgramEvaluation] | None) -> None:
         """Save the search state, the accounting and the best program so far."""
         write_atomic(self.path / TREE_FILE, _dump(tree))
         write_atomic(self.path / ACCOUNTING_FILE, _dump(accounting))

@@ -21,7 +21,8 @@ from typing import Any, Callable
 
 from codeworld.synthesis.config import FinishConfig, SamplingConfig
 from codeworld.synthesis.run_dir import RunDir
-from codeworld.synthesis.types import FIX, LLM, Evaluation, Evaluator, Outcome, PromptBuilder, Request, Search
+from codeworld.synthesis.types import (FIX, ChatModel, Evaluator, Outcome, ProgramEvaluation, PromptBuilder, Request,
+                                       Search)
 
 NO_CODE_FEEDBACK = ("The answer contained no Python program to run: answer with the whole "
                     "corrected program in one ```python code block.")
@@ -32,7 +33,7 @@ class RunDivergedError(RuntimeError):
 
 
 @dataclass
-class Accounting:
+class SearchAccounting:
     """What a run cost.
 
     Attributes:
@@ -94,8 +95,8 @@ class SynthesisResult:
 
     best_call: int | None
     best_program: str | None
-    best_evaluation: Evaluation | None
-    accounting: Accounting
+    best_evaluation: ProgramEvaluation | None
+    accounting: SearchAccounting
     search: Any
     run_dir: RunDir | None = None
     history: list[dict] = field(default_factory=list)
@@ -121,7 +122,7 @@ def _completion_record(completion: Any) -> dict:
     }
 
 
-def synthesize(search: Search, *, llm: LLM | None, prompts: PromptBuilder, evaluator: Evaluator,
+def synthesize(search: Search, *, llm: ChatModel | None, prompts: PromptBuilder, evaluator: Evaluator,
                budget: int, run_dir: RunDir | None = None, seed: int = 0,
                sampling: SamplingConfig | None = None,
                progress: Callable[[dict], None] | None = None,
@@ -153,7 +154,7 @@ def synthesize(search: Search, *, llm: LLM | None, prompts: PromptBuilder, evalu
     sampling = sampling or SamplingConfig()
     started = time.perf_counter()
     recorded = run_dir.load_calls() if run_dir is not None else {}
-    accounting = Accounting()
+    accounting = SearchAccounting()
     history: list[dict] = []
     programs: list[tuple[int, str, float]] = []
     lock = threading.Lock()
@@ -199,7 +200,7 @@ def synthesize(search: Search, *, llm: LLM | None, prompts: PromptBuilder, evalu
         prepare = getattr(evaluator, "prepare", None)
         if program is not None and prepare is not None:
             original = program
-            program, repairs = prepare(program)
+            program, repairs = prepare(program, request.program)
             if repairs:
                 with lock:
                     accounting.repairs += len(repairs)
@@ -218,7 +219,7 @@ def synthesize(search: Search, *, llm: LLM | None, prompts: PromptBuilder, evalu
                 feedback = NO_CODE_FEEDBACK
                 if request.action == FIX and request.feedback:
                     feedback = f"{request.feedback}\n\n(The last answer had no program.) {feedback}"
-                evaluation = Evaluation(0.0, True, feedback, None, {"status": "no_code"})
+                evaluation = ProgramEvaluation(0.0, True, feedback, None, {"status": "no_code"})
             else:
                 evaluation = evaluator.evaluate(program)
                 refine = getattr(evaluator, "refine", None)

@@ -1,7 +1,7 @@
 """The small interfaces through which a search meets the world, and the records it exchanges.
 
 A search never calls an LLM or runs code itself: it hands out `Request` records (which action on
-which program) and receives `Outcome` records (the program the LLM wrote and its `Evaluation`).
+which program) and receives `Outcome` records (the program the LLM wrote and its `ProgramEvaluation`).
 The driver (`codeworld.synthesis.runner`) does the calls, through objects that satisfy the
 protocols below, so the search logic is tested with a scripted LLM and a fake evaluator.
 """
@@ -18,7 +18,7 @@ ACTIONS = (GENERATE, IMPROVE, FIX)
 
 
 @runtime_checkable
-class LLM(Protocol):
+class ChatModel(Protocol):
     """Anything with ``complete(messages, **sampling)`` returning an object with ``.text``.
 
     Token counts (``prompt_tokens``, ``completion_tokens``) and ``latency_s`` are read when the
@@ -29,7 +29,7 @@ class LLM(Protocol):
 
 
 @dataclass(frozen=True)
-class Evaluation:
+class ProgramEvaluation:
     """What the scorer says about one program, reduced to what the search needs.
 
     Attributes:
@@ -52,7 +52,7 @@ class Evaluation:
         return asdict(self)
 
     @classmethod
-    def from_json(cls, data: dict) -> "Evaluation":
+    def from_json(cls, data: dict) -> "ProgramEvaluation":
         return cls(score=float(data["score"]), buggy=bool(data["buggy"]),
                    feedback=data.get("feedback", ""), mispredicted=data.get("mispredicted"),
                    report=data.get("report", {}))
@@ -61,12 +61,13 @@ class Evaluation:
 class Evaluator(Protocol):
     """Scores a program (in a sandbox: the program is untrusted) and explains what is wrong.
 
-    An evaluator may also have ``prepare(program) -> (program, repairs)``: mechanical repairs
-    made before scoring (a list of JSON-ready records, empty when nothing changed). The runner
-    calls it when present, keeps the repaired program and records the repairs.
+    An evaluator may also have ``prepare(program, parent) -> (program, repairs)``: mechanical
+    repairs made before scoring (a list of JSON-ready records, empty when nothing changed);
+    ``parent`` is the program the call was asked to fix or improve ("" for a generate call). The
+    runner calls it when present, keeps the repaired program and records the repairs.
     """
 
-    def evaluate(self, program: str) -> Evaluation: ...
+    def evaluate(self, program: str) -> ProgramEvaluation: ...
 
 
 @dataclass(frozen=True)
@@ -100,7 +101,7 @@ class Outcome:
     """The answer to a `Request`: the program written (None if no code came back) and its score."""
 
     program: str | None
-    evaluation: Evaluation
+    evaluation: ProgramEvaluation
 
 
 class PromptBuilder(Protocol):
@@ -125,7 +126,7 @@ class Search(Protocol):
     @property
     def finished(self) -> bool: ...
 
-    def best(self) -> tuple[int, str, Evaluation] | None:
+    def best(self) -> tuple[int, str, ProgramEvaluation] | None:
         """The best program so far: (call, source, evaluation)."""
 
     def to_json(self) -> dict:

@@ -1,0 +1,147 @@
+"""What a synthesis run is and where it stands: the contents of its ``run.json``.
+
+`RunSpec` is the one description of a run that every writer builds (``codeworld synthesize``,
+``codeworld demo``, the CWMB and APPS jobs, the WorldCoder agent's rewrites) and every reader gets
+back (resume, ``codeworld show``); `RunStatus` is the set of states a run can be left in. Only
+`RunDir` writes the file, from a `RunSpec`.
+
+The file is flat JSON, one key per field. A field that is None is left out, except ``buffer`` in a
+run that scores on a buffer (None there means the committed one). Keys this version does not know
+are kept in ``extra`` and written back, so files written by earlier or later versions survive a
+resume. Files from before the spec existed load as they are: each writer used a subset of these
+keys (the demo wrote no version, only a CWMB job wrote ``variant`` and ``job``), and the APPS job's
+``problem`` and an agent rewrite's ``level``, ``reason``, ... land in ``extra``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class RunStatus(str, enum.Enum):
+    """Where a run stands; the value is what ``run.json`` and ``codeworld show`` say."""
+
+    RUNNING = "running"
+    """The search is under way (or the process died without saying so: resume it)."""
+    NOT_STARTED = "not started"
+    """The LLM or the environment could not be set up; no call was made in this session."""
+    INTERRUPTED = "interrupted"
+    """The LLM failed or the user stopped the run; resuming goes on from the saved calls."""
+    STOPPED_AT_TIME_LIMIT = "stopped at the time limit"
+    """The session's time ran out with budget left; resuming goes on."""
+    FINISHED = "finished"
+    """The search spent its budget or found a perfect program."""
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+    @classmethod
+    def ended(cls, stopped_by_time_limit: bool) -> RunStatus:
+        """The status of a search that returned: stopped at its time limit, or finished."""
+        return cls.STOPPED_AT_TIME_LIMIT if stopped_by_time_limit else cls.FINISHED
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """The contents of ``run.json``: what was run, with what, and where it stands.
+
+    Attributes:
+        method: the synthesis method's registry name (``gif-mcts``, ``worldcoder``, ...), or the
+            name of a search run by hand (``worldcoder-agent-rewrite``).
+        variant: the method with its ablation variant, for a CWMB job (``gif-mcts/no-fix``).
+        env_id: the environment whose world model is searched for (None for APPS and the agent).
+        llm: the LLM spec of the latest session (``local``, ``openai:MODEL``, ``scripted:FILE``).
+        budget: the most LLM calls in the whole run.
+        seed: the run's seed.
+        mode: the scoring mode used as the search signal (``sound`` or ``paper``).
+        buffer: the replay buffer of the search (None: the environment's committed one).
+        timeout_s: seconds one program may take over the whole buffer.
+        config: the method's config as `config_to_json` data.
+        status: where the run stands (None in runs that do not track it: APPS, agent rewrites).
+        job: the experiment job that made the run, as `Job.to_json` data.
+        created: when the run was started, ISO 8601 in UTC.
+        codeworld_version: the version that started it.
+        description_file: the environment description given on the command line, if any.
+        finish: the `FinishConfig` switches of the latest session (``fit_constants``,
+            ``speed_step``).
+        extra: keys the spec does not interpret (an APPS problem, an agent rewrite's level and
+            reason, keys from other versions), written back as they are.
+    """
+
+    method: str
+    variant: str | None = None
+    env_id: str | None = None
+    llm: str | None = None
+    budget: int | None = None
+    seed: int = 0
+    mode: str | None = None
+    buffer: str | None = None
+    timeout_s: float | None = None
+    config: dict | None = None
+    status: RunStatus | None = None
+    job: dict | None = None
+    created: str | None = None
+    codeworld_version: str | None = None
+    description_file: str | None = None
+    finish: dict | None = None
+    extra: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.status is not None and not isinstance(self.status, RunStatus):
+            try:
+                object.__setattr__(self, "status", RunStatus(self.status))
+            except ValueError:
+                raise ValueError(f"unknown run status {self.status!r} (known: "
+                                 f"{', '.join(repr(s.value) for s in RunStatus)})") from None
+
+    @classmethod
+    def new(cls, method: str, config: Any = None, **fields: Any) -> RunSpec:
+        """The spec of a run starting now, stamped with the time and the codeworld version.
+
+        Args:
+            method: the method's name.
+            config: the method's config dataclass (stored as `config_to_json` data), or None.
+            **fields: the other fields.
+        """
+        from codeworld import __version__
+        from codeworld.synthesis.registry import config_to_json
+
+        stamp = {"created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+                 "codeworld_version": __version__}
+        return cls(method, config=None if config is None else config_to_json(config),
+                   **{**stamp, **fields})
+
+    def replace(self, **changes: Any) -> RunSpec:
+        """A copy with some fields changed."""
+        return dataclasses.replace(self, **changes)
+
+    def to_json(self) -> dict:
+        """The ``run.json`` data (see the module docstring for which keys are written)."""
+        out: dict[str, Any] = {}
+        for item in dataclasses.fields(self):
+            value = getattr(self, item.name)
+            if item.name == "extra":
+                continue
+            if value is not None or (item.name == "buffer" and self.mode is not None):
+                out[item.name] = value.value if isinstance(value, RunStatus) else value
+        return {**out, **self.extra}
+
+    @classmethod
+    def from_json(cls, data: dict) -> RunSpec:
+        """Read ``run.json`` data from this version or an earlier one.
+
+        Raises:
+            ValueError: the data names no method, or has an unknown status.
+        """
+        if not isinstance(data, dict) or "method" not in data:
+            raise ValueError("run.json names no method")
+        known = {item.name for item in dataclasses.fields(cls)} - {"extra"}
+        return cls(**{k: v for k, v in data.items() if k in known},
+                   extra={k: v for k, v in data.items() if k not in known})
