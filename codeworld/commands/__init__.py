@@ -12,3 +12,17 @@ def read_model_file(path: str) -> str:
             return handle.read()
     except (OSError, UnicodeDecodeError) as exc:
         raise ValueError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
+
+
+def spec_and_model(args):
+    """The environment (``args.env`` with ``--env-kwargs``) and the model file's text of a command
+    that takes both.
+
+    Raises:
+        UnknownEnvError: an unknown environment (its message lists close matches).
+        ValueError: bad environment arguments, or an unreadable file (a one-line message).
+    """
+    from codeworld.envs import get_spec
+    from codeworld.envs.arguments import env_from_args
+
+    return get_spec(env_from_args(args)), read_model_file(args.model)

@@ -15,7 +15,7 @@ import argparse
 import json
 import sys
 
-from codeworld.commands import read_model_file
+from codeworld.commands import spec_and_model
 from codeworld.envs.arguments import ENV_HELP, add_env_arguments
 
 
@@ -79,20 +79,15 @@ def format_result(result) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from codeworld.envs import UnknownEnvError, get_spec
-    from codeworld.envs.arguments import env_from_args
+    from codeworld.envs import UnknownEnvError
     from codeworld.envs.buffers import BufferError
     from codeworld.fitting import FitConfig, fit_constants
     from codeworld.model import ModelSourceError, check_model_source
     from codeworld.scoring import Scorer
 
     try:
-        spec = get_spec(env_from_args(args))
+        spec, source = spec_and_model(args)
     except (UnknownEnvError, ValueError) as exc:
-        return _fail(str(exc))
-    try:
-        source = read_model_file(args.model)
-    except ValueError as exc:
         return _fail(str(exc))
     try:
         check_model_source(source)

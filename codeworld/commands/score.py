@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from codeworld.commands import read_model_file
+from codeworld.commands import spec_and_model
 
 
 from codeworld.envs.arguments import ENV_HELP, add_env_arguments
@@ -43,18 +43,13 @@ def _fail(message: str, code: int = 2) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from codeworld.envs import UnknownEnvError, get_spec
-    from codeworld.envs.arguments import env_from_args
+    from codeworld.envs import UnknownEnvError
     from codeworld.envs.buffers import PAPER, BufferError
     from codeworld.scoring import Scorer
 
     try:
-        spec = get_spec(env_from_args(args))
+        spec, source = spec_and_model(args)
     except (UnknownEnvError, ValueError) as exc:
-        return _fail(str(exc))
-    try:
-        source = read_model_file(args.model)
-    except ValueError as exc:
         return _fail(str(exc))
     buffer = args.buffer
     if args.paper_buffer:

@@ -23,9 +23,8 @@ import ast
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from codeworld.sandbox import PROGRAM_TIMEOUT_S
+from codeworld.synthesis.repairs import step_function
 
 # How the composed program's header names the candidates it came from.
 _HEADER = "# Composed by codeworld from the programs of calls {calls}: each output component is\n" \
@@ -82,7 +81,7 @@ def compose_programs(candidates: list[tuple[int, str]], scorer: Any, *, timeout_
     for call, source in candidates:
         if len(usable) >= max_programs:
             break
-        if _step_function(source) is None:
+        if step_function(source) is None:
             continue
         try:
             worker = ModelWorker(source, discrete=scorer.spec.discrete, compile=scorer.compile,
@@ -150,9 +149,10 @@ def compose_source(sources: list[str], calls: list[int], index: dict[str, int], 
     imports: list[str] = []
     bodies: list[str] = []
     for k, source in enumerate(sources):
-        tree = _parse(source)
-        if tree is None or _step_function(source) is None:
+        found = step_function(source)
+        if found is None:
             return None
+        tree = found[0]
         body = []
         for node in tree.body:
             if isinstance(node, (ast.Import, ast.ImportFrom)):
@@ -175,21 +175,11 @@ def compose_source(sources: list[str], calls: list[int], index: dict[str, int], 
     lines.append(f"    return next_state, float(out{index['reward']}[1]), bool(out{index['done']}[2])")
     text = (_HEADER.format(calls=", ".join(str(c) for c in calls)) + "\n".join(imports) + "\n\n\n"
             + "\n\n".join(bodies) + "\n\n" + "\n".join(lines) + "\n")
-    return text if _parse(text) is not None else None
-
-
-def _parse(source: str) -> ast.Module | None:
     try:
-        return ast.parse(source)
+        ast.parse(text)
     except (SyntaxError, ValueError):
         return None
-
-
-def _step_function(source: str) -> ast.FunctionDef | None:
-    tree = _parse(source)
-    if tree is None:
-        return None
-    return next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "step"), None)
+    return text
 
 
 def _is_main_guard(node: ast.AST) -> bool:

@@ -114,8 +114,7 @@ def merge_into_parent(source: str, parent: str) -> tuple[str, list[Repair]]:
     source_lines, parent_lines = source.splitlines(keepends=True), parent.splitlines(keepends=True)
 
     def text(lines: list[str], node: ast.stmt) -> str:
-        first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
-        chunk = "".join(lines[first - 1: node.end_lineno])
+        chunk = "".join(lines[_first_line(node) - 1: node.end_lineno])
         return chunk if chunk.endswith("\n") else chunk + "\n"
 
     replaced: dict[int, str] = {}  # index of a parent statement -> its new text
@@ -134,7 +133,7 @@ def merge_into_parent(source: str, parent: str) -> tuple[str, list[Repair]]:
     out: list[str] = []
     done_upto = 0  # parent lines written so far
     for i, node in enumerate(tree.body):
-        start = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])]) - 1
+        start = _first_line(node) - 1
         if i == model_at and new:
             out.append("".join(parent_lines[done_upto:start]))
             out.append("\n\n".join(new) + "\n\n")
@@ -171,8 +170,20 @@ def _result_name(node: ast.AST) -> str | None:
     return node.id if isinstance(node, ast.Name) else None
 
 
-def _step_function(tree: ast.Module) -> ast.FunctionDef | None:
-    return next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "step"), None)
+def step_function(source: str) -> tuple[ast.Module, ast.FunctionDef] | None:
+    """The parsed module and its top-level ``def step`` with a body; None when the source does
+    not parse or has no such function (the paper's class form included)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+    step = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "step"), None)
+    return None if step is None or not step.body else (tree, step)
+
+
+def _first_line(node: ast.stmt) -> int:
+    """The first line of a top-level statement, its decorators included."""
+    return min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
 
 
 def _top_level_names(step: ast.FunctionDef) -> set[str]:
@@ -225,13 +236,10 @@ def _repair_unbound_next_state(source: str) -> tuple[str, list[Repair]]:
     """Give the returned next state a value on the paths where no branch built it: the state's
     named variables as they are at the return (or the state itself, when the program does not name
     its components), so that an update made in such a branch still shows."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
+    found = step_function(source)
+    if found is None:
         return source, []
-    step = _step_function(tree)
-    if step is None or not step.body:
-        return source, []
+    tree, step = found
     returns = [n for n in ast.walk(step) if isinstance(n, ast.Return) and isinstance(n.value, ast.Tuple)
                and len(n.value.elts) == 3 and isinstance(n.value.elts[0], ast.Name)]
     names = {r.value.elts[0].id for r in returns}
@@ -266,13 +274,10 @@ def _repair_unbound_next_state(source: str) -> tuple[str, list[Repair]]:
 def _repair_unbound_results(source: str) -> tuple[str, list[Repair]]:
     """Give the returned reward and done a default at the top of ``step`` when only some branches
     set them (the program would raise UnboundLocalError on the others)."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
+    found = step_function(source)
+    if found is None:
         return source, []
-    step = _step_function(tree)
-    if step is None or not step.body:
-        return source, []
+    tree, step = found
     returns = [n for n in ast.walk(step) if isinstance(n, ast.Return)
                and isinstance(n.value, ast.Tuple) and len(n.value.elts) == 3]
     if not returns:
@@ -348,13 +353,10 @@ def _import_position(tree: ast.Module) -> int:
 
 
 def _repair_returns(source: str) -> tuple[str, list[Repair]]:
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
+    found = step_function(source)
+    if found is None:
         return source, []
-    step = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "step"), None)
-    if step is None:
-        return source, []
+    tree, step = found
     from codeworld.synthesis.checks import _own_nodes
 
     assigned: dict[str, list[ast.AST]] = {}
