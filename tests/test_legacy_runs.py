@@ -78,6 +78,8 @@ def test_a_legacy_run_replays_without_an_llm_call_and_with_the_same_scores(legac
     assert after.pop("llm") == empty and before.pop("llm") != empty
     # the finish switches of this session, which now include the composition
     assert after.pop("finish") == {**before.pop("finish"), "compose": True}
+    # a switch added after the run was made is written as the run had it: off
+    assert after["config"].pop("assist") == {**before["config"].pop("assist"), "relations": False}
     assert after == before  # status back to finished; config, created and version kept
 
     from codeworld.scoring import Scorer  # the saved best score is what the scorer gives today
@@ -96,6 +98,7 @@ def test_a_legacy_run_resumes_with_more_budget(legacy_run, tmp_path, capsys):
     assert "calls 3 (1 new, 2 saved, 0 from cache)" in printed
     after = json.loads((legacy_run / "run.json").read_text())
     assert after["budget"] == 3 and after["status"] == "finished"
+    assert after["config"]["assist"].pop("relations") is False  # added later: the run had it off
     assert {k: after[k] for k in ("method", "env_id", "seed", "config", "created", "codeworld_version")} \
         == {k: before[k] for k in ("method", "env_id", "seed", "config", "created", "codeworld_version")}
     assert main(["show", str(legacy_run), "--no-picture"]) == 0

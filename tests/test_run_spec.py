@@ -99,6 +99,7 @@ def test_synthesize_writes_the_keys_it_wrote_before(tmp_path):
     data = json.loads((out / "run.json").read_text())
     before = legacy("synthesize")
     assert list(data) == list(before)
+    assert data["config"]["assist"].pop("relations") is True  # the switch added since
     assert {k: data[k] for k in ("method", "env_id", "seed", "mode", "buffer", "timeout_s",
                                  "config", "status")} \
         == {k: before[k] for k in ("method", "env_id", "seed", "mode", "buffer", "timeout_s",

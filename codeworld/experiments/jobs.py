@@ -18,7 +18,8 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9._+=-]+")
 # Method variants for ablations: the name after the slash switches one thing off. The first three
 # are the paper's Table 6 (one kind of GIF-MCTS action); the others switch off one of codeworld's
 # aids to a small model (the scaffold in the prompts, the static checks with the smoke run and the
-# mechanical repairs, the error summary in improve prompts, the constant fit after the search).
+# mechanical repairs, the error summary in improve prompts, the constant fit after the search, the composition,
+# the data's fitted relations in the prompts).
 # A ``finish.`` field belongs to the `FinishConfig` of the run, the others to the method's config.
 ABLATIONS: dict[str, dict[str, Any]] = {
     "no-generate": {"allow_generate": False},
@@ -29,6 +30,7 @@ ABLATIONS: dict[str, dict[str, Any]] = {
     "no-summary": {"assist.error_summary": False},
     "no-fit": {"assist.fit_constants": False, "finish.fit_constants": False},
     "no-compose": {"finish.compose": False},
+    "no-relations": {"assist.relations": False},
 }
 
 

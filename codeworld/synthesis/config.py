@@ -12,7 +12,7 @@ Tang et al., "Code Repair with LLMs gives an Exploration-Exploitation Tradeoff" 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 
 @dataclass(frozen=True)
@@ -52,6 +52,9 @@ class AssistConfig:
             literals fitted to the buffer (`codeworld.fitting`); the fitted program replaces it
             when the held-out score improves, so the search builds on the better constants.
         fit_seconds: the cap of one such fit's optimizer loop.
+        relations: prompts show, for each state component, a least-squares fit of its change
+            over the buffer that is right on most transitions or explains most of the change
+            (`codeworld.synthesis.relations`).
     """
 
     scaffold: bool = True
@@ -62,6 +65,10 @@ class AssistConfig:
     summary_examples: int = 3
     fit_constants: bool = True
     fit_seconds: float = 15.0
+    relations: bool = True
+
+    # What a saved config without these (older) fields was made with.
+    ABSENT_IN_OLDER_RUNS: ClassVar[dict] = {"relations": False}
 
     def __post_init__(self) -> None:
         if self.fit_seconds <= 0:

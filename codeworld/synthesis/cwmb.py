@@ -31,13 +31,17 @@ class CwmbPrompts:
     Args:
         description: the environment's description (`codeworld.envs.descriptions.describe`).
         scaffold: the env's `codeworld.synthesis.scaffold.Scaffold`; None leaves it out.
+        data: what the recorded data shows (`codeworld.synthesis.relations.relations_text`),
+            shown after the scaffold; empty leaves it out.
     """
 
-    def __init__(self, description: str, scaffold: Any = None):
+    def __init__(self, description: str, scaffold: Any = None, data: str = ""):
         self.description = description
         self.scaffold = scaffold
         self.form = ("" if scaffold is None else
                      "\n## The form of the program\n\n" + scaffold.prompt_text() + "\n")
+        if data:
+            self.form += "\n" + data
 
     def start(self, prefix: str = "") -> str:
         """The code a program-writing answer starts with: the partial program, or the
@@ -248,8 +252,8 @@ def make_cwmb_world(env_id: str, *, buffer: Any = None, mode: str = "sound",
         compile: let the scorer compile candidates with Numba (slower per candidate; the
             scores are the same).
         timeout_s: wall-clock limit of one program's predictions.
-        assist: the `AssistConfig` of the run (scaffold, checks and repairs, error summary;
-            default: all on).
+        assist: the `AssistConfig` of the run (scaffold, checks and repairs, error summary,
+            relations; default: all on).
     """
     from codeworld.envs.descriptions import describe
     from codeworld.scoring import Scorer
@@ -260,5 +264,21 @@ def make_cwmb_world(env_id: str, *, buffer: Any = None, mode: str = "sound",
     scorer = Scorer(env_id, buffer, mode=mode, compile=compile)
     description = describe(scorer.spec.env_id)
     scaffold = build_scaffold(scorer.spec, description, rewards=scorer.buffer.rewards)
-    prompts = CwmbPrompts(description, scaffold if assist.scaffold else None)
+    data = _relations(scorer, scaffold.names) if assist.relations else ""
+    prompts = CwmbPrompts(description, scaffold if assist.scaffold else None, data)
     return prompts, ScorerEvaluator(scorer, timeout_s, assist, scaffold.names)
+
+
+def _relations(scorer: Any, names) -> str:
+    """The prompt section of the fitted relations on the scorer's buffer, in its tolerances."""
+    import numpy as np
+
+    from codeworld.scoring.scorer import tolerances
+    from codeworld.synthesis.relations import find_relations, relations_text
+
+    spec, buf = scorer.spec, scorer.buffer
+    tol = tolerances(spec, scorer.mode)
+    found = find_relations(buf.obs, buf.actions, buf.next_obs, names, discrete=spec.discrete,
+                           n_actions=spec.n_actions, atol=tol.state_atol, rtol=tol.state_rtol,
+                           mask=~np.asarray(buf.terminated, dtype=bool))
+    return relations_text(found, len(buf.obs))

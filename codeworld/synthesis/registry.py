@@ -70,9 +70,15 @@ def config_to_json(config: Any) -> dict:
 
 
 def config_from_json(config_class: type, data: dict) -> Any:
-    """Rebuild a config from `config_to_json` data (unknown keys raise TypeError)."""
+    """Rebuild a config from `config_to_json` data (unknown keys raise TypeError).
+
+    A field missing from `data` takes its default, except those in the class's
+    ``ABSENT_IN_OLDER_RUNS`` mapping: a switch added after `data` was saved, whose absence means
+    the run was made without it (so that the run resumes with the prompts it was made with).
+    """
     hints = typing.get_type_hints(config_class)
-    kwargs = {}
+    kwargs = {key: value for key, value in getattr(config_class, "ABSENT_IN_OLDER_RUNS", {}).items()
+              if key not in data}
     for key, value in data.items():
         if key not in hints:
             raise TypeError(f"{config_class.__name__} has no field {key!r}")

@@ -1,0 +1,113 @@
+"""The data's fitted relations shown in the prompts (`codeworld.synthesis.relations`)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from codeworld.synthesis import AssistConfig
+from codeworld.synthesis.cwmb import make_cwmb_world
+from codeworld.synthesis.relations import find_relations, relations_text
+from codeworld.synthesis.types import GENERATE, Request
+
+
+def _evaluate(formula: str, names, state, action) -> float:
+    """The formula's value for one transition, as the LLM's code would compute it."""
+    scope = dict(zip(names, (float(v) for v in state)))
+    scope["action"] = action
+    return eval(formula, {"__builtins__": {}}, scope)  # trusted: the formula is codeworld's own
+
+
+def _sliding_block(n: int = 400, seed: int = 0):
+    """A block on a rail: position moves by its old velocity, the action pushes the velocity and
+    a spring pulls it back. The true rule is linear, so the fit must be exact."""
+    rng = np.random.default_rng(seed)
+    obs = rng.uniform(-1, 1, size=(n, 3))        # position, velocity, an unrelated sensor
+    actions = rng.integers(0, 2, size=n)
+    nxt = obs.copy()
+    nxt[:, 0] = obs[:, 0] + 0.05 * obs[:, 1]
+    nxt[:, 1] = obs[:, 1] - 0.3 * obs[:, 0] + np.where(actions == 1, 0.1, -0.1)
+    nxt[:, 2] = rng.uniform(-1, 1, size=n)       # noise: no rule
+    return obs, actions, nxt
+
+
+def test_an_exact_linear_rule_is_found_written_as_code_and_right_on_every_transition():
+    obs, actions, nxt = _sliding_block()
+    names = ["position", "velocity", "sensor"]
+    found = find_relations(obs, actions, nxt, names, discrete=True, n_actions=2, atol=1e-8, rtol=1e-8)
+    by_name = {r.name: r for r in found}
+    assert set(by_name) == {"position", "velocity"}          # the noise gets no rule
+    assert by_name["position"].formula == "position + 0.05*velocity"
+    assert "(-0.1, 0.1)[action]" in by_name["velocity"].formula
+    for r in found:
+        assert r.exact == 1.0
+        for k in range(20):
+            assert abs(_evaluate(r.formula, names, obs[k], int(actions[k])) - nxt[k, r.index]) < 1e-8
+    text = relations_text(found, len(obs))
+    assert "new position = position + 0.05*velocity  (right on every recorded transition)" in text
+    assert "sensor" not in text
+
+
+def test_whole_number_states_get_the_most_frequent_step_of_each_action():
+    # A 4x5 grid as one number (row * 5 + column); moves off the grid leave it where it is.
+    rng = np.random.default_rng(1)
+    obs = rng.integers(0, 20, size=600).astype(np.float64)[:, None]
+    actions = rng.integers(0, 4, size=600)
+    row, col = obs[:, 0] // 5, obs[:, 0] % 5
+    row2 = np.clip(row + np.select([actions == 0, actions == 2], [-1, 1], 0), 0, 3)
+    col2 = np.clip(col + np.select([actions == 1, actions == 3], [1, -1], 0), 0, 4)
+    nxt = (row2 * 5 + col2)[:, None]
+    found = find_relations(obs, actions, nxt, ["cell"], discrete=True, n_actions=4, atol=0, rtol=0)
+    assert len(found) == 1
+    r = found[0]
+    assert r.formula == "cell + (-5, 1, 5, -1)[action]"
+    wall = ((actions == 0) & (row == 0)) | ((actions == 2) & (row == 3)) | \
+        ((actions == 1) & (col == 4)) | ((actions == 3) & (col == 0))
+    assert abs(r.exact - (1 - wall.mean())) < 1e-12
+    assert "right within tolerance on" in r.line()
+
+
+def test_continuous_actions_and_unchanged_components():
+    rng = np.random.default_rng(2)
+    obs = rng.uniform(-2, 2, size=(300, 2))
+    actions = rng.uniform(-1, 1, size=(300, 1))
+    nxt = obs.copy()
+    nxt[:, 0] = obs[:, 0] + 0.25 * actions[:, 0]
+    found = find_relations(obs, actions, nxt, ["x", "level"], discrete=False, n_actions=0,
+                           atol=1e-6, rtol=1e-6)
+    assert [(r.name, r.formula, r.exact) for r in found] == [
+        ("x", "x + 0.25*action[0]", 1.0), ("level", "level", 1.0)]
+    assert found[1].constant
+
+
+def test_random_data_and_tiny_buffers_give_no_rule():
+    rng = np.random.default_rng(3)
+    obs = rng.uniform(size=(200, 2))
+    nxt = rng.uniform(size=(200, 2))
+    actions = rng.integers(0, 3, size=200)
+    assert find_relations(obs, actions, nxt, ["a", "b"], discrete=True, n_actions=3,
+                          atol=1e-5, rtol=1e-5) == []
+    assert relations_text([], 200) == ""
+    assert find_relations(obs[:1], actions[:1], nxt[:1], ["a", "b"], discrete=True, n_actions=3,
+                          atol=1e-5, rtol=1e-5) == []
+
+
+def test_prompts_show_the_relations_of_the_buffer_unless_switched_off():
+    request = Request(action=GENERATE, parent=0, prefix="", call=0)
+    prompts, _ = make_cwmb_world("CartPole-v1")
+    text = prompts.messages(request)[1]["content"]
+    assert "## What the recorded data shows" in text
+    # The kinematic updates of the committed buffer are exact: position from the old velocity.
+    assert "new cart_position = cart_position + 0.02*cart_velocity  (right on every" in text
+    assert text.index("## The form of the program") < text.index("## What the recorded data shows")
+    off, _ = make_cwmb_world("CartPole-v1", assist=AssistConfig(relations=False))
+    assert "What the recorded data shows" not in off.messages(request)[1]["content"]
+
+
+def test_a_run_saved_before_the_switch_existed_resumes_without_relations():
+    from codeworld.synthesis.config import GifMctsConfig
+    from codeworld.synthesis.registry import config_from_json, config_to_json
+
+    saved = config_to_json(GifMctsConfig())
+    assert saved["assist"]["relations"] is True
+    del saved["assist"]["relations"]
+    assert config_from_json(GifMctsConfig, saved).assist.relations is False
