@@ -546,9 +546,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--methods", default="gif-mcts,worldcoder",
                         help="comma list of synthesis methods (default gif-mcts,worldcoder); a method "
                              "may carry an ablation variant: no-generate, no-improve, no-fix (the "
-                             "paper's), no-scaffold, no-checks, no-summary, no-fit, no-compose (codeworld's "
-                             "aids), "
-                             "e.g. gif-mcts/no-fit")
+                             "paper's), no-scaffold, no-checks, no-summary, no-fit, no-compose, "
+                             "no-relations (codeworld's aids), e.g. gif-mcts/no-fit")
     parser.add_argument("--ablation", action="store_true",
                         help="the GIF-MCTS ablation: methods gif-mcts and its no-generate, no-improve "
                              "and no-fix variants (beside the paper's Table 6)")

@@ -59,6 +59,7 @@ def test_grid_and_method_variants():
     jobs = grid(["CartPole-v1", "Taxi-v4"], ["gif-mcts", "worldcoder"], [0, 1], llm="local", budget=5)
     assert len(jobs) == 8 and len({j.key for j in jobs}) == 8
     assert split_method("gif-mcts/no-improve") == ("gif-mcts", {"allow_improve": False})
+    assert split_method("gif-mcts/no-relations") == ("gif-mcts", {"assist.relations": False})
     assert split_method("worldcoder") == ("worldcoder", {})
     with pytest.raises(KeyError, match="unknown method variant"):
         split_method("gif-mcts/no-thinking")

@@ -111,3 +111,16 @@ def test_a_run_saved_before_the_switch_existed_resumes_without_relations():
     assert saved["assist"]["relations"] is True
     del saved["assist"]["relations"]
     assert config_from_json(GifMctsConfig, saved).assist.relations is False
+
+
+def test_many_unchanged_components_are_named_on_one_line():
+    rng = np.random.default_rng(4)
+    obs = rng.uniform(size=(100, 12))
+    nxt = obs.copy()
+    nxt[:, 0] = obs[:, 0] + 0.5 * obs[:, 1]
+    names = [f"s{i}" for i in range(12)]
+    text = relations_text(find_relations(obs, np.zeros(100, dtype=int), nxt, names, discrete=True,
+                                         n_actions=1, atol=1e-6, rtol=1e-6), 100)
+    assert "- new s0 = s0 + 0.5*s1  (right on every recorded transition)" in text
+    assert "- these 11 components never change (right on every recorded transition): s1, s2," in text
+    assert "new s5 = s5" not in text

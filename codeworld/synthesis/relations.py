@@ -240,16 +240,30 @@ def _mode(values: np.ndarray) -> float:
     return float(uniq[np.argmax(counts)])
 
 
-def relations_text(relations: list[Relation], n_transitions: int, max_lines: int = 16) -> str:
-    """The prompt section for `relations` (empty when there is none)."""
+def relations_text(relations: list[Relation], n_transitions: int, max_lines: int = 16,
+                   max_listed: int = 8, max_names: int = 40) -> str:
+    """The prompt section for `relations` (empty when there is none).
+
+    At most `max_lines` fits are shown, the most exact first. When more than `max_listed`
+    components never change, they are named on one line (at most `max_names` of them) instead.
+    """
     if not relations:
         return ""
-    shown = sorted(relations, key=lambda r: (-r.exact, -r.explained))[:max_lines]
+    still = [r for r in relations if r.constant and r.formula == r.name and r.exact >= 1.0]
+    grouped = len(still) > max_listed
+    rest = [r for r in relations if not (grouped and r in still)]
+    shown = sorted(rest, key=lambda r: (-r.exact, -r.explained))[:max_lines]
     shown.sort(key=lambda r: r.index)
+    lines = [r.line() for r in shown]
+    if grouped:
+        names = ", ".join(r.name for r in still[:max_names])
+        more = f" and {len(still) - max_names} more" if len(still) > max_names else ""
+        lines.append(f"- these {len(still)} components never change (right on every recorded "
+                     f"transition): {names}{more}")
     return ("## What the recorded data shows\n\n"
             f"Least-squares fits of each component's change over the {n_transitions:,} recorded "
             "transitions (components without a good linear fit are left out). Each right-hand "
             "side uses the old values, those read at the top of `step`: compute every new value "
             "from them before you overwrite a name. Write the fits that are right on every "
             "transition as they are; the approximate ones are a start that the true rule "
-            "refines.\n\n" + "\n".join(r.line() for r in shown) + "\n")
+            "refines.\n\n" + "\n".join(lines) + "\n")
