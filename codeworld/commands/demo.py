@@ -37,7 +37,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="GIF-MCTS with the embedded local model on CartPole-v1 (small budget), then "
                     "both scores with floor and ceiling, then the normalized return of planning.")
     parser.add_argument("--env", default=DEFAULT_ENV, help=f"environment (default {DEFAULT_ENV})")
-    parser.add_argument("--llm", default="local", help="LLM spec (default: the embedded local model)")
+    from codeworld.llm.backends import backend_names
+
+    parser.add_argument("--llm", default="local", metavar="SPEC",
+                        help="LLM spec (default: the embedded local model; registered backends: "
+                             f"{', '.join(backend_names())})")
     parser.add_argument("--budget", type=int, default=DEFAULT_BUDGET,
                         help=f"LLM calls for the search (default {DEFAULT_BUDGET})")
     parser.add_argument("--seed", type=int, default=0, help="seed of the search and the episodes")
