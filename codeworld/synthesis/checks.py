@@ -21,7 +21,7 @@ _FATAL = ("UndefinedName", "UndefinedLocal", "UndefinedExport", "ReturnOutsideFu
 
 
 @dataclass(frozen=True)
-class Problem:
+class StaticProblem:
     """One thing wrong with a program.
 
     Attributes:
@@ -47,7 +47,7 @@ class Problem:
         return {"line": self.line, "message": self.message, "kind": self.kind}
 
 
-def format_problems(problems: list[Problem], source: str) -> str:
+def format_problems(problems: list[StaticProblem], source: str) -> str:
     """The problems as the *fix* prompt shows them."""
     lines = source.splitlines()
     head = ("The program was not run: a check of its text found "
@@ -63,7 +63,7 @@ def pyflakes_messages(tree: ast.AST, filename: str = "model.py") -> list:
 
 
 def static_problems(source: str, *, state_dim: int, discrete: bool, action_dim: int = 1,
-                    n_actions: int = 0, max_problems: int = 5) -> list[Problem]:
+                    n_actions: int = 0, max_problems: int = 5) -> list[StaticProblem]:
     """The problems static checks find in a world-model program (empty when none).
 
     Args:
@@ -80,9 +80,9 @@ def static_problems(source: str, *, state_dim: int, discrete: bool, action_dim: 
         message = str(exc)
         if exc.line is not None and message.startswith(f"line {exc.line}: "):
             message = message[len(f"line {exc.line}: "):]
-        return [Problem(exc.line, message, "no_model")]
+        return [StaticProblem(exc.line, message, "no_model")]
     tree = ast.parse(source)
-    problems: list[Problem] = []
+    problems: list[StaticProblem] = []
     for msg in pyflakes_messages(tree):
         name = type(msg).__name__
         if name in _FATAL:
@@ -90,14 +90,14 @@ def static_problems(source: str, *, state_dim: int, discrete: bool, action_dim: 
             if name == "UndefinedName":
                 text = (f"the name '{msg.message_args[0]}' is used but never defined "
                         "(define it before this line, or import it)")
-            problems.append(Problem(msg.lineno, text, "undefined_name"))
+            problems.append(StaticProblem(msg.lineno, text, "undefined_name"))
     state_fn, state_param, action_fn, action_param = _contract_params(tree, info.form)
     n_word = f"exactly {state_dim} number{'s' if state_dim != 1 else ''}"
     if state_fn is not None and state_param and not _rebinds(state_fn, state_param):
         for node in _own_nodes(state_fn):
             count = _unpacked_count(node, state_param)
             if count is not None and count != state_dim:
-                problems.append(Problem(node.lineno, (
+                problems.append(StaticProblem(node.lineno, (
                     f"this unpacks the state into {count} names, but the state holds {n_word}"
                     + (" (one number that encodes the whole state)" if state_dim == 1 else "")),
                     "state_unpacking"))
@@ -105,7 +105,7 @@ def static_problems(source: str, *, state_dim: int, discrete: bool, action_dim: 
             if index is not None and not -state_dim <= index < state_dim:
                 valid = (f"only {state_param}[0] exists" if state_dim == 1 else
                          f"{state_param}[0] to {state_param}[{state_dim - 1}]")
-                problems.append(Problem(node.lineno, (
+                problems.append(StaticProblem(node.lineno, (
                     f"{state_param}[{index}] is past the end of the state, which holds {n_word} "
                     f"({valid})"), "state_index"))
     if action_fn is not None and action_param and not _rebinds(action_fn, action_param):
@@ -114,19 +114,19 @@ def static_problems(source: str, *, state_dim: int, discrete: bool, action_dim: 
                 if (_constant_index(node, action_param) is not None
                         or _is_subscript_of(node, action_param)
                         or _unpacked_count(node, action_param) is not None):
-                    problems.append(Problem(node.lineno, (
+                    problems.append(StaticProblem(node.lineno, (
                         f"the action is a plain int (0..{max(n_actions - 1, 0)}), not an array: "
                         f"use `{action_param}` itself, not `{action_param}[...]` or unpacking"),
                         "action_form"))
             else:
                 index = _constant_index(node, action_param)
                 if index is not None and not -action_dim <= index < action_dim:
-                    problems.append(Problem(node.lineno, (
+                    problems.append(StaticProblem(node.lineno, (
                         f"{action_param}[{index}] is past the end of the action, which holds "
                         f"{action_dim} value{'s' if action_dim != 1 else ''}"), "action_form"))
                 count = _unpacked_count(node, action_param)
                 if count is not None and count != action_dim:
-                    problems.append(Problem(node.lineno, (
+                    problems.append(StaticProblem(node.lineno, (
                         f"this unpacks the action into {count} names, but it holds {action_dim} "
                         f"value{'s' if action_dim != 1 else ''}"), "action_form"))
     seen: set[tuple] = set()
