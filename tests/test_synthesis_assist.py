@@ -145,6 +145,24 @@ def test_static_checks_find_the_mistakes_of_form():
     assert [p.kind for p in static_problems(continuous, state_dim=2, discrete=False, action_dim=2)] == ["action_form"]
 
 
+def test_static_checks_refuse_random_numbers_in_a_world_model():
+    program = ("import random\n"
+               "import numpy as np\n"
+               "def step(state, action):\n"
+               "    nxt = state + np.random.choice([-1, 1], p=[0.5, 0.5])\n"
+               "    noise = random.random()\n"
+               "    return nxt, 0.0, False\n")
+    problems = static_problems(program, state_dim=1, discrete=True, n_actions=2)
+    assert [(p.line, p.kind) for p in problems] == [(1, "random"), (4, "random")]
+    assert "must be deterministic" in problems[1].message
+    assert static_problems("from numpy.random import default_rng\ndef step(state, action):\n"
+                           "    return state, 0.0, False\n", state_dim=1, discrete=True)[0].kind == "random"
+    # a name that only looks alike is not randomness
+    assert static_problems("import numpy as np\ndef step(state, action):\n    random = 1\n"
+                           "    return np.array(state) + random, 0.0, False\n",
+                           state_dim=1, discrete=True) == []
+
+
 def test_repairs_fix_form_without_changing_other_lines():
     program = ("def step(state, action):\n"
                "    nxt = np.zeros(2, dtype=int)\n"

@@ -28,7 +28,7 @@ class StaticProblem:
         line: 1-based line, or None when the problem has no single line.
         message: what is wrong, for the *fix* prompt.
         kind: a short tag (``"undefined_name"``, ``"state_unpacking"``, ``"state_index"``,
-            ``"action_form"``, ``"no_model"``).
+            ``"action_form"``, ``"random"``, ``"no_model"``).
     """
 
     line: int | None
@@ -53,6 +53,28 @@ def format_problems(problems: list[StaticProblem], source: str) -> str:
     head = ("The program was not run: a check of its text found "
             + ("this problem" if len(problems) == 1 else f"these {len(problems)} problems") + ":")
     return "\n".join([head] + [f"- {p.text(lines)}" for p in problems])
+
+
+_RANDOM_MESSAGE = ("this draws random numbers, but a world model must be deterministic (the same "
+                   "state and action always give the same answer): predict the single most "
+                   "likely outcome instead")
+
+
+def _randomness(tree: ast.AST) -> list[StaticProblem]:
+    """Uses of the `random` module or of numpy's random numbers, one problem per line."""
+    lines = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import) and any(
+                a.name == "random" or a.name.startswith("numpy.random") for a in node.names):
+            lines.add(node.lineno)
+        elif isinstance(node, ast.ImportFrom) and (
+                node.module in ("random", "numpy.random")
+                or (node.module == "numpy" and any(a.name == "random" for a in node.names))):
+            lines.add(node.lineno)
+        elif (isinstance(node, ast.Attribute) and node.attr == "random"
+              and isinstance(node.value, ast.Name) and node.value.id in ("np", "numpy")):
+            lines.add(node.lineno)
+    return [StaticProblem(line, _RANDOM_MESSAGE, "random") for line in sorted(lines)]
 
 
 def pyflakes_messages(tree: ast.AST, filename: str = "model.py") -> list:
@@ -91,6 +113,7 @@ def static_problems(source: str, *, state_dim: int, discrete: bool, action_dim: 
                 text = (f"the name '{msg.message_args[0]}' is used but never defined "
                         "(define it before this line, or import it)")
             problems.append(StaticProblem(msg.lineno, text, "undefined_name"))
+    problems += _randomness(tree)
     state_fn, state_param, action_fn, action_param = _contract_params(tree, info.form)
     n_word = f"exactly {state_dim} number{'s' if state_dim != 1 else ''}"
     if state_fn is not None and state_param and not _rebinds(state_fn, state_param):
