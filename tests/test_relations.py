@@ -6,7 +6,7 @@ import numpy as np
 
 from codeworld.synthesis import AssistConfig
 from codeworld.synthesis.cwmb import make_cwmb_world
-from codeworld.synthesis.relations import find_relations, relations_text
+from codeworld.synthesis.relations import find_relations, outcomes_text, relations_text
 from codeworld.synthesis.types import GENERATE, Request
 
 
@@ -99,6 +99,7 @@ def test_prompts_show_the_relations_of_the_buffer_unless_switched_off():
     # The kinematic updates of the committed buffer are exact: position from the old velocity.
     assert "new cart_position = cart_position + 0.02*cart_velocity  (right on every" in text
     assert text.index("## The form of the program") < text.index("## What the recorded data shows")
+    assert "- rewards: 1 on 568 transitions\n- the episode ends (done) on 5 of 568" in text
     off, _ = make_cwmb_world("CartPole-v1", assist=AssistConfig(relations=False))
     assert "What the recorded data shows" not in off.messages(request)[1]["content"]
 
@@ -124,3 +125,25 @@ def test_many_unchanged_components_are_named_on_one_line():
     assert "- new s0 = s0 + 0.5*s1  (right on every recorded transition)" in text
     assert "- these 11 components never change (right on every recorded transition): s1, s2," in text
     assert "new s5 = s5" not in text
+
+
+def test_rewards_and_episode_ends_are_counted_with_an_example_of_each_rare_one():
+    obs = np.array([[0.0], [1.0], [2.0], [3.0]])
+    nxt = np.array([[1.0], [2.0], [3.0], [0.0]])
+    actions = np.array([[1], [1], [0], [1]])
+    text = outcomes_text(obs, actions, nxt, np.array([-1.0, -1.0, -100.0, 10.0]),
+                         np.array([False, False, False, True]), discrete=True)
+    assert text.splitlines() == [
+        "- rewards: -1 on 2 transitions; -100 on 1 transition (for example state [2], action 0 -> "
+        "next state [3], done false); 10 on 1 transition (for example state [3], action 1 -> "
+        "next state [0], done true)",
+        "- the episode ends (done) on 1 of 4 transitions (for example state [3], action 1 -> "
+        "next state [0], reward 10)"]
+    many = outcomes_text(obs, actions, nxt, np.linspace(-2, 0, 4), np.zeros(4, dtype=bool),
+                         discrete=True, max_values=3)
+    assert many.splitlines() == ["- rewards: 4 different values from -2 to 0",
+                                 "- no recorded transition ends the episode"]
+    section = relations_text([], 4, outcomes=text)
+    assert section.startswith("## What the recorded data shows\n\nOver the 4 recorded transitions.")
+    assert "Rewards and episode ends:\n\n- rewards: -1 on 2" in section
+    assert "Least-squares" not in section

@@ -52,9 +52,10 @@ class AssistConfig:
             literals fitted to the buffer (`codeworld.fitting`); the fitted program replaces it
             when the held-out score improves, so the search builds on the better constants.
         fit_seconds: the cap of one such fit's optimizer loop.
-        relations: prompts show, for each state component, a least-squares fit of its change
-            over the buffer that is right on most transitions or explains most of the change
-            (`codeworld.synthesis.relations`).
+        relations: prompts show what the buffer shows: for each state component, a
+            least-squares fit of its change that is right on most transitions or explains most
+            of the change, and the recorded rewards and episode ends with an example of each
+            rare one (`codeworld.synthesis.relations`).
     """
 
     scaffold: bool = True

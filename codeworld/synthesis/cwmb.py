@@ -270,15 +270,18 @@ def make_cwmb_world(env_id: str, *, buffer: Any = None, mode: str = "sound",
 
 
 def _relations(scorer: Any, names) -> str:
-    """The prompt section of the fitted relations on the scorer's buffer, in its tolerances."""
+    """The prompt section of what the scorer's buffer shows: the fitted relations (in the
+    scorer's tolerances), the rewards and the episode ends."""
     import numpy as np
 
     from codeworld.scoring.scorer import tolerances
-    from codeworld.synthesis.relations import find_relations, relations_text
+    from codeworld.synthesis.relations import find_relations, outcomes_text, relations_text
 
     spec, buf = scorer.spec, scorer.buffer
     tol = tolerances(spec, scorer.mode)
     found = find_relations(buf.obs, buf.actions, buf.next_obs, names, discrete=spec.discrete,
                            n_actions=spec.n_actions, atol=tol.state_atol, rtol=tol.state_rtol,
                            mask=~np.asarray(buf.terminated, dtype=bool))
-    return relations_text(found, len(buf.obs))
+    outcomes = outcomes_text(buf.obs, buf.actions, buf.next_obs, buf.rewards, buf.terminated,
+                             discrete=spec.discrete)
+    return relations_text(found, len(buf.obs), outcomes=outcomes)

@@ -240,30 +240,81 @@ def _mode(values: np.ndarray) -> float:
     return float(uniq[np.argmax(counts)])
 
 
+def outcomes_text(obs, actions, next_obs, rewards, terminated, *, discrete: bool,
+                  max_values: int = 6) -> str:
+    """The recorded rewards and episode ends, as prompt lines, with an example of each rare one.
+
+    A reward that takes at most `max_values` values is listed value by value, most frequent
+    first, with the first transition that gave each of the others; a reward with more values
+    by its range. Episode ends (``terminated``, never a time limit) are counted, with the first.
+    A discrete action is shown as the int the model receives.
+    """
+    from codeworld.llm import format_value
+
+    obs, next_obs = np.asarray(obs), np.asarray(next_obs)
+    rewards = np.asarray(rewards, dtype=np.float64)
+    ends = np.asarray(terminated, dtype=bool)
+    n = len(rewards)
+    if n == 0:
+        return ""
+
+    def example(k: int, what: str) -> str:
+        shown = {"reward": f"reward {format_value(float(rewards[k]))}",
+                 "done": f"done {format_value(bool(ends[k]))}"}
+        rest = ", ".join(v for key, v in shown.items() if key != what)
+        action = int(np.asarray(actions[k]).reshape(-1)[0]) if discrete else actions[k]
+        return (f"for example state {format_value(obs[k])}, action {format_value(action)} -> "
+                f"next state {format_value(next_obs[k])}, {rest}")
+
+    values, counts = np.unique(rewards, return_counts=True)
+    if len(values) <= max_values:
+        parts = []
+        for rank, j in enumerate(np.argsort(-counts, kind="stable")):
+            text = f"{format_value(float(values[j]))} on {counts[j]:,} transition{'s' if counts[j] != 1 else ''}"
+            if rank > 0:
+                text += f" ({example(int(np.flatnonzero(rewards == values[j])[0]), 'reward')})"
+            parts.append(text)
+        lines = ["- rewards: " + "; ".join(parts)]
+    else:
+        lines = [f"- rewards: {len(values):,} different values from {format_value(float(values[0]))} "
+                 f"to {format_value(float(values[-1]))}"]
+    k = int(ends.sum())
+    if k == 0:
+        lines.append("- no recorded transition ends the episode")
+    else:
+        lines.append(f"- the episode ends (done) on {k:,} of {n:,} transitions "
+                     f"({example(int(np.flatnonzero(ends)[0]), 'done')})")
+    return "\n".join(lines) + "\n"
+
+
 def relations_text(relations: list[Relation], n_transitions: int, max_lines: int = 16,
-                   max_listed: int = 8, max_names: int = 40) -> str:
-    """The prompt section for `relations` (empty when there is none).
+                   max_listed: int = 8, max_names: int = 40, outcomes: str = "") -> str:
+    """The prompt section for `relations` and the `outcomes` lines (empty when both are).
 
     At most `max_lines` fits are shown, the most exact first. When more than `max_listed`
     components never change, they are named on one line (at most `max_names` of them) instead.
     """
-    if not relations:
+    if not relations and not outcomes:
         return ""
-    still = [r for r in relations if r.constant and r.formula == r.name and r.exact >= 1.0]
-    grouped = len(still) > max_listed
-    rest = [r for r in relations if not (grouped and r in still)]
-    shown = sorted(rest, key=lambda r: (-r.exact, -r.explained))[:max_lines]
-    shown.sort(key=lambda r: r.index)
-    lines = [r.line() for r in shown]
-    if grouped:
-        names = ", ".join(r.name for r in still[:max_names])
-        more = f" and {len(still) - max_names} more" if len(still) > max_names else ""
-        lines.append(f"- these {len(still)} components never change (right on every recorded "
-                     f"transition): {names}{more}")
-    return ("## What the recorded data shows\n\n"
-            f"Least-squares fits of each component's change over the {n_transitions:,} recorded "
-            "transitions (components without a good linear fit are left out). Each right-hand "
-            "side uses the old values, those read at the top of `step`: compute every new value "
-            "from them before you overwrite a name. Write the fits that are right on every "
-            "transition as they are; the approximate ones are a start that the true rule "
-            "refines.\n\n" + "\n".join(lines) + "\n")
+    parts = [f"## What the recorded data shows\n\nOver the {n_transitions:,} recorded transitions."]
+    if relations:
+        still = [r for r in relations if r.constant and r.formula == r.name and r.exact >= 1.0]
+        grouped = len(still) > max_listed
+        rest = [r for r in relations if not (grouped and r in still)]
+        shown = sorted(rest, key=lambda r: (-r.exact, -r.explained))[:max_lines]
+        shown.sort(key=lambda r: r.index)
+        lines = [r.line() for r in shown]
+        if grouped:
+            names = ", ".join(r.name for r in still[:max_names])
+            more = f" and {len(still) - max_names} more" if len(still) > max_names else ""
+            lines.append(f"- these {len(still)} components never change (right on every recorded "
+                         f"transition): {names}{more}")
+        parts.append("Least-squares fits of each component's change (components without a good "
+                     "linear fit are left out). Each right-hand side uses the old values, those "
+                     "read at the top of `step`: compute every new value from them before you "
+                     "overwrite a name. Write the fits that are right on every transition as they "
+                     "are; the approximate ones are a start that the true rule refines.\n\n"
+                     + "\n".join(lines))
+    if outcomes:
+        parts.append("Rewards and episode ends:\n\n" + outcomes.rstrip("\n"))
+    return "\n\n".join(parts) + "\n"
