@@ -6,7 +6,7 @@ import numpy as np
 
 from codeworld.synthesis import AssistConfig
 from codeworld.synthesis.cwmb import make_cwmb_world
-from codeworld.synthesis.relations import find_relations, outcomes_text, relations_text
+from codeworld.synthesis.relations import find_done_rule, find_relations, outcomes_text, relations_text
 from codeworld.synthesis.types import GENERATE, Request
 
 
@@ -100,6 +100,7 @@ def test_prompts_show_the_relations_of_the_buffer_unless_switched_off():
     assert "new cart_position = cart_position + 0.02*cart_velocity  (right on every" in text
     assert text.index("## The form of the program") < text.index("## What the recorded data shows")
     assert "- rewards: 1 on 568 transitions\n- the episode ends (done) on 5 of 568" in text
+    assert "- done = abs(new pole_angle) > 0.21  (right on every recorded transition" in text
     off, _ = make_cwmb_world("CartPole-v1", assist=AssistConfig(relations=False))
     assert "What the recorded data shows" not in off.messages(request)[1]["content"]
 
@@ -147,3 +148,28 @@ def test_rewards_and_episode_ends_are_counted_with_an_example_of_each_rare_one()
     assert section.startswith("## What the recorded data shows\n\nOver the 4 recorded transitions.")
     assert "Rewards and episode ends:\n\n- rewards: -1 on 2" in section
     assert "Least-squares" not in section
+
+
+def test_a_done_rule_right_on_every_transition_is_found_when_one_exists():
+    rng = np.random.default_rng(5)
+    nxt = rng.uniform(-1, 1, size=(300, 2))
+    ends = np.abs(nxt[:, 1]) > 0.8                      # ends when the angle leaves +-0.8
+    rule = find_done_rule(nxt, np.zeros(300, dtype=int), ends, ["x", "angle"], discrete=True,
+                          n_actions=2)
+    assert rule is not None and rule.startswith("abs(new angle) > ")
+    t = float(rule.split("> ")[1])
+    assert np.array_equal(np.abs(nxt[:, 1]) > t, ends)
+    # whole-number states: equality with the goal cell; the action can end it too
+    cells = rng.integers(0, 10, size=200).astype(np.float64)[:, None]
+    actions = rng.integers(0, 3, size=200)
+    ends = (cells[:, 0] == 9) | (actions == 2)
+    assert find_done_rule(cells, actions, ends, ["cell"], discrete=True, n_actions=3) in (
+        "(action == 2) or (new cell == 9)", "(new cell == 9) or (action == 2)")
+    # no rule of this form: ends at random
+    assert find_done_rule(nxt, np.zeros(300, dtype=int), rng.uniform(size=300) < 0.1, ["x", "angle"],
+                          discrete=True, n_actions=2) is None
+    assert find_done_rule(nxt, np.zeros(300, dtype=int), np.zeros(300, dtype=bool), ["x", "angle"],
+                          discrete=True, n_actions=2) is None
+    text = outcomes_text(nxt, np.zeros(300, dtype=int), nxt, np.ones(300), np.abs(nxt[:, 1]) > 0.8,
+                         discrete=True, names=["x", "angle"], n_actions=2)
+    assert f"- done = {rule}  (right on every recorded transition" in text

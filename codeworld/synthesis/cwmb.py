@@ -283,5 +283,5 @@ def _relations(scorer: Any, names) -> str:
                            n_actions=spec.n_actions, atol=tol.state_atol, rtol=tol.state_rtol,
                            mask=~np.asarray(buf.terminated, dtype=bool))
     outcomes = outcomes_text(buf.obs, buf.actions, buf.next_obs, buf.rewards, buf.terminated,
-                             discrete=spec.discrete)
+                             discrete=spec.discrete, names=names, n_actions=spec.n_actions)
     return relations_text(found, len(buf.obs), outcomes=outcomes)

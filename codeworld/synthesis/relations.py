@@ -240,14 +240,75 @@ def _mode(values: np.ndarray) -> float:
     return float(uniq[np.argmax(counts)])
 
 
+def _threshold(low: float, high: float) -> float:
+    """The number with the fewest significant digits strictly between `low` and `high`."""
+    mid = (low + high) / 2
+    for d in range(1, 17):
+        t = float(f"{mid:.{d}g}")
+        if low < t < high:
+            return t
+    return mid
+
+
+def find_done_rule(next_obs, actions, terminated, names, *, discrete: bool, n_actions: int,
+                   max_terms: int = 3) -> str | None:
+    """A rule for ``done`` that is right on every recorded transition, or None.
+
+    The rule is an "or" of at most `max_terms` conditions, each on one component of the new
+    state (``new x == v`` for whole numbers, ``new x > t``, ``new x < t`` or ``abs(new x) > t``)
+    or on the action (``action == a``), chosen greedily (the first of equally good ones): each condition is false on every transition that does not end the
+    episode, and covers as many of the remaining ends as it can; its threshold lies halfway
+    between the values of the two kinds of transition.
+    """
+    nxt = np.asarray(next_obs, dtype=np.float64)
+    ends = np.asarray(terminated, dtype=bool)
+    if not ends.any() or ends.all():
+        return None
+    conds: list[tuple[str, np.ndarray]] = []
+    for j, name in enumerate(names[:nxt.shape[1]]):
+        f = nxt[:, j]
+        if np.all(f == np.round(f)):  # whole numbers: an end at one value reads as equality
+            for v in np.unique(f[ends]):
+                if not (f[~ends] == v).any():
+                    conds.append((f"new {name} == {_number(float(v))}", f == v))
+        for kind, f in (("", nxt[:, j]), ("abs", np.abs(nxt[:, j]))):
+            if kind == "abs" and nxt[:, j].min() >= 0:
+                continue
+            label = f"abs(new {name})" if kind else f"new {name}"
+            stay, end = f[~ends], f[ends]
+            if end.max() > stay.max():
+                t = _threshold(stay.max(), end[end > stay.max()].min())
+                conds.append((f"{label} > {_number(t)}", f > t))
+            if not kind and end.min() < stay.min():
+                t = _threshold(end[end < stay.min()].max(), stay.min())
+                conds.append((f"{label} < {_number(t)}", f < t))
+    if discrete:
+        a = np.asarray(actions).reshape(len(ends), -1)[:, 0].astype(np.int64)
+        for k in range(n_actions):
+            fires = a == k
+            if fires.any() and not (fires & ~ends).any():
+                conds.append((f"action == {k}", fires))
+    chosen, covered = [], np.zeros_like(ends)
+    while len(chosen) < max_terms and not covered[ends].all():
+        best = max(conds, key=lambda c: int((c[1] & ends & ~covered).sum()), default=None)
+        if best is None or not (best[1] & ends & ~covered).any():
+            return None
+        chosen.append(best[0])
+        covered |= best[1]
+    if not covered[ends].all():
+        return None
+    return " or ".join(f"({c})" if len(chosen) > 1 else c for c in chosen)
+
+
 def outcomes_text(obs, actions, next_obs, rewards, terminated, *, discrete: bool,
-                  max_values: int = 6) -> str:
+                  max_values: int = 6, names=None, n_actions: int = 0) -> str:
     """The recorded rewards and episode ends, as prompt lines, with an example of each rare one.
 
     A reward that takes at most `max_values` values is listed value by value, most frequent
     first, with the first transition that gave each of the others; a reward with more values
-    by its range. Episode ends (``terminated``, never a time limit) are counted, with the first.
-    A discrete action is shown as the int the model receives.
+    by its range. Episode ends (``terminated``, never a time limit) are counted, with the first,
+    and with `names` given, a rule that is right on every transition (`find_done_rule`) when
+    there is one. A discrete action is shown as the int the model receives.
     """
     from codeworld.llm import format_value
 
@@ -284,6 +345,11 @@ def outcomes_text(obs, actions, next_obs, rewards, terminated, *, discrete: bool
     else:
         lines.append(f"- the episode ends (done) on {k:,} of {n:,} transitions "
                      f"({example(int(np.flatnonzero(ends)[0]), 'done')})")
+        rule = None if names is None else find_done_rule(
+            next_obs, actions, ends, names, discrete=discrete, n_actions=n_actions)
+        if rule is not None:
+            lines.append(f"- done = {rule}  (right on every recorded transition; `new x` is the "
+                         "value x has after the step)")
     return "\n".join(lines) + "\n"
 
 
