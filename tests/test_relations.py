@@ -173,3 +173,22 @@ def test_a_done_rule_right_on_every_transition_is_found_when_one_exists():
     text = outcomes_text(nxt, np.zeros(300, dtype=int), nxt, np.ones(300), np.abs(nxt[:, 1]) > 0.8,
                          discrete=True, names=["x", "angle"], n_actions=2)
     assert f"- done = {rule}  (right on every recorded transition" in text
+
+
+def test_a_component_set_from_the_action_alone_does_not_mention_its_old_value():
+    rng = np.random.default_rng(6)
+    obs = rng.uniform(-1, 1, size=(200, 2))
+    actions = rng.uniform(-1, 1, size=(200, 2))
+    nxt = np.stack([obs[:, 0], 50 * actions[:, 1]], axis=1)   # an actuator force reading
+    found = find_relations(obs, actions, nxt, ["x", "force"], discrete=False, n_actions=0,
+                           atol=1e-8, rtol=1e-8)
+    assert [(r.name, r.formula, r.exact) for r in found] == [
+        ("x", "x", 1.0), ("force", "50*action[1]", 1.0)]
+
+
+def test_long_states_get_counts_without_examples():
+    obs = np.zeros((3, 40))
+    text = outcomes_text(obs, np.zeros(3, dtype=int), obs, np.array([0.0, 0.0, 5.0]),
+                         np.array([False, False, True]), discrete=True)
+    assert text.splitlines() == ["- rewards: 0 on 2 transitions; 5 on 1 transition",
+                                 "- the episode ends (done) on 1 of 3 transitions"]

@@ -71,8 +71,7 @@ def _round(value: float, digits: int, integer: bool) -> float:
 
 
 def _number(value: float) -> str:
-    text = f"{value:g}" if abs(value) >= 1e-4 or value == 0 else f"{value:.4g}"
-    return text
+    return f"{value:g}" if abs(value) >= 1e-4 or value == 0 else f"{value:.4g}"
 
 
 def _fit(design: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, float]:
@@ -98,8 +97,9 @@ def find_relations(obs: np.ndarray, actions: np.ndarray, next_obs: np.ndarray, n
         digits: significant digits the coefficients are rounded to.
 
     Returns:
-        One `Relation` per component whose fit explains at least half of its change's variance
-        (or whose change is constant), in component order.
+        One `Relation` per component, in component order, whose fit is right on at least half
+        of the transitions or (real-valued states only) explains at least 90% of the change's
+        variance.
     """
     x = np.asarray(obs, dtype=np.float64)
     y_next = np.asarray(next_obs, dtype=np.float64)
@@ -131,14 +131,14 @@ def find_relations(obs: np.ndarray, actions: np.ndarray, next_obs: np.ndarray, n
     for i in range(d):
         y = y_next[:, i] - x[:, i]
         relation = _relation(i, names[i], x[:, i], y, y_next[:, i], intercept, seen, candidates,
-                             labels, discrete, integer, atol, rtol, max_terms, digits)
+                             labels, integer, atol, rtol, max_terms, digits)
         if relation is not None:
             relations.append(relation)
     return relations
 
 
-def _relation(i, name, old, y, truth, intercept, seen, candidates, labels, discrete, integer,
-              atol, rtol, max_terms, digits) -> Relation | None:
+def _relation(i, name, old, y, truth, intercept, seen, candidates, labels, integer, atol, rtol,
+              max_terms, digits) -> Relation | None:
     n = len(y)
     sst = float(((y - y.mean()) ** 2).sum())
     k = intercept.shape[1]
@@ -168,14 +168,19 @@ def _relation(i, name, old, y, truth, intercept, seen, candidates, labels, discr
     base, chosen, slopes, exact, explained = max(options, key=lambda o: (o[3], o[4]))
     if exact < _MIN_EXACT and (integer or explained < _MIN_EXPLAINED):
         return None
-    terms = [name]
-    for j, s in zip(chosen, slopes):
-        terms.append(labels[j] if s == 1 else f"{_number(s)}*{labels[j]}")
+    # a slope of -1 on the component itself cancels it: the new value does not depend on the old
+    own = [m for m, j in enumerate(chosen) if j == i and slopes[m] == -1]
+    terms = [] if own else [name]
+    for m, (j, s) in enumerate(zip(chosen, slopes)):
+        if m not in own:
+            terms.append(labels[j] if s == 1 else f"{_number(s)}*{labels[j]}")
     if len(set(base)) > 1:
         terms.append("(" + ", ".join(_number(b) for b in base) + ")[action]")
     elif base[0] != 0:
         terms.append(_number(base[0]))
-    formula = " + ".join(terms).replace("+ -", "- ")
+    formula = " + ".join(terms).replace("+ -", "- ") or "0"
+    if formula.startswith("-"):
+        formula = "-" + formula[1:].lstrip()
     return Relation(i, name, formula, explained, exact, not chosen and len(set(base)) == 1)
 
 
@@ -301,14 +306,16 @@ def find_done_rule(next_obs, actions, terminated, names, *, discrete: bool, n_ac
 
 
 def outcomes_text(obs, actions, next_obs, rewards, terminated, *, discrete: bool,
-                  max_values: int = 6, names=None, n_actions: int = 0) -> str:
+                  max_values: int = 6, names=None, n_actions: int = 0,
+                  max_example_dim: int = 16) -> str:
     """The recorded rewards and episode ends, as prompt lines, with an example of each rare one.
 
     A reward that takes at most `max_values` values is listed value by value, most frequent
     first, with the first transition that gave each of the others; a reward with more values
     by its range. Episode ends (``terminated``, never a time limit) are counted, with the first,
     and with `names` given, a rule that is right on every transition (`find_done_rule`) when
-    there is one. A discrete action is shown as the int the model receives.
+    there is one. A discrete action is shown as the int the model receives; states longer than
+    `max_example_dim` get no example (it would fill the prompt).
     """
     from codeworld.llm import format_value
 
@@ -320,6 +327,8 @@ def outcomes_text(obs, actions, next_obs, rewards, terminated, *, discrete: bool
         return ""
 
     def example(k: int, what: str) -> str:
+        if obs.ndim > 1 and obs.shape[1] > max_example_dim:
+            return ""
         shown = {"reward": f"reward {format_value(float(rewards[k]))}",
                  "done": f"done {format_value(bool(ends[k]))}"}
         rest = ", ".join(v for key, v in shown.items() if key != what)
@@ -332,8 +341,9 @@ def outcomes_text(obs, actions, next_obs, rewards, terminated, *, discrete: bool
         parts = []
         for rank, j in enumerate(np.argsort(-counts, kind="stable")):
             text = f"{format_value(float(values[j]))} on {counts[j]:,} transition{'s' if counts[j] != 1 else ''}"
-            if rank > 0:
-                text += f" ({example(int(np.flatnonzero(rewards == values[j])[0]), 'reward')})"
+            shown = example(int(np.flatnonzero(rewards == values[j])[0]), "reward")
+            if rank > 0 and shown:
+                text += f" ({shown})"
             parts.append(text)
         lines = ["- rewards: " + "; ".join(parts)]
     else:
@@ -343,8 +353,9 @@ def outcomes_text(obs, actions, next_obs, rewards, terminated, *, discrete: bool
     if k == 0:
         lines.append("- no recorded transition ends the episode")
     else:
-        lines.append(f"- the episode ends (done) on {k:,} of {n:,} transitions "
-                     f"({example(int(np.flatnonzero(ends)[0]), 'done')})")
+        shown = example(int(np.flatnonzero(ends)[0]), "done")
+        lines.append(f"- the episode ends (done) on {k:,} of {n:,} transitions"
+                     + (f" ({shown})" if shown else ""))
         rule = None if names is None else find_done_rule(
             next_obs, actions, ends, names, discrete=discrete, n_actions=n_actions)
         if rule is not None:
