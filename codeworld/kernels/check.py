@@ -73,6 +73,14 @@ def check_transitions_reference(obs, true_next, pred_next, true_reward, pred_rew
     return CheckArrays(dims_ok, reward_ok, done_ok, sq_model, sq_still)
 
 
+def values_close(pred, truth, atol: float, rtol: float) -> np.ndarray:
+    """The comparison rule on arrays, element by element (numpy; the rule of `_close`)."""
+    pred, truth = np.asarray(pred, dtype=np.float64), np.asarray(truth, dtype=np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        near = np.isfinite(pred) & np.isfinite(truth) & (np.abs(pred - truth) <= atol + rtol * np.abs(truth))
+    return (pred == truth) | near
+
+
 @numba.njit(cache=True, inline="always")
 def _close(pred, truth, atol, rtol):
     if pred == truth:

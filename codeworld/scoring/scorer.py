@@ -161,10 +161,18 @@ def evaluate(buffer: ReplayBuffer, spec: EnvSpec, mode: str, predictions: Predic
                             components, skill)
 
 
+def most_frequent(values, default: float = 0.0) -> float:
+    """The most frequent of `values` (the smallest of equally frequent ones), or `default`."""
+    values = np.asarray(values, dtype=np.float64).reshape(-1)
+    if len(values) == 0:
+        return default
+    uniq, counts = np.unique(values, return_counts=True)
+    return float(uniq[np.argmax(counts)])
+
+
 def floor_predictions(buffer: ReplayBuffer) -> Predictions:
     """The do-nothing model: state unchanged, the most frequent recorded reward, never done."""
-    values, counts = np.unique(buffer.rewards, return_counts=True)
-    modal = values[np.argmax(counts)]
+    modal = most_frequent(buffer.rewards)
     n = len(buffer)
     return Predictions(buffer.obs.copy(), np.full(n, modal), np.zeros(n, bool), n)
 

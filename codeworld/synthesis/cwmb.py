@@ -264,10 +264,7 @@ def make_cwmb_world(env_id: str, *, buffer: Any = None, mode: str = "sound",
     scorer = Scorer(env_id, buffer, mode=mode, compile=compile)
     description = describe(scorer.spec.env_id)
     scaffold = build_scaffold(scorer.spec, description, rewards=scorer.buffer.rewards)
-    # a long state is not unpacked into names: its fits speak of s[i], as the skeleton does
-    names = (scaffold.names if scaffold.state_dim <= scaffold.max_unpacked
-             else [f"s[{i}]" for i in range(scaffold.state_dim)])
-    data = _relations(scorer, names) if assist.relations else ""
+    data = _relations(scorer, scaffold.references) if assist.relations else ""
     prompts = CwmbPrompts(description, scaffold if assist.scaffold else None, data)
     return prompts, ScorerEvaluator(scorer, timeout_s, assist, scaffold.names)
 

@@ -20,6 +20,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from codeworld.kernels.check import values_close
+from codeworld.scoring.scorer import most_frequent
+
 _MIN_GAIN = 0.05        # a term is added only when it removes this fraction of the remaining error
 _MIN_EXACT = 0.5        # a fit right on at least this fraction of transitions is shown
 _MIN_EXPLAINED = 0.9    # else it must explain this much of the change's variance (real-valued
@@ -148,7 +151,7 @@ def _relation(i, name, old, y, truth, intercept, seen, candidates, labels, integ
         if chosen:
             change = change + candidates[:, chosen] @ np.asarray(slopes, dtype=np.float64)
         pred = old + change
-        exact = float(np.mean(np.abs(pred - truth) <= atol + rtol * np.abs(truth)))
+        exact = float(np.mean(values_close(pred, truth, atol, rtol)))
         resid = y - change
         explained = 1.0 if sst <= 1e-12 else max(0.0, 1.0 - float(resid @ resid) / sst)
         if sst <= 1e-12 and exact < 1.0:
@@ -163,7 +166,7 @@ def _relation(i, name, old, y, truth, intercept, seen, candidates, labels, integ
         slopes = [_round(c, digits, integer) for c in coef[k:]]
         options.append(_prune(base, chosen, slopes, seen, score))
     # The most frequent change for each action (a whole-number state moves in fixed steps).
-    modal = [_mode(y[intercept[:, m] > 0]) if seen[m] else 0.0 for m in range(k)]
+    modal = [most_frequent(y[intercept[:, m] > 0]) if seen[m] else 0.0 for m in range(k)]
     options.append(_prune(modal, [], [], seen, score))
     base, chosen, slopes, exact, explained = max(options, key=lambda o: (o[3], o[4]))
     if exact < _MIN_EXACT and (integer or explained < _MIN_EXPLAINED):
@@ -226,7 +229,7 @@ def _prune(base, chosen, slopes, seen, score):
             exact, explained = e, x
     values = [b for b, s in zip(base, seen) if s]
     if len(set(base)) > 1 and values:
-        for common in (0.0, _mode(np.asarray(values)), float(np.mean(values))):
+        for common in (0.0, most_frequent(np.asarray(values)), float(np.mean(values))):
             e, x = score([common] * len(base), chosen, slopes)
             if as_good(e, x):
                 base, exact, explained = [common] * len(base), e, x
@@ -236,13 +239,6 @@ def _prune(base, chosen, slopes, seen, score):
         if as_good(e, x):
             base, exact, explained = [0.0] * len(base), e, x
     return base, chosen, slopes, exact, explained
-
-
-def _mode(values: np.ndarray) -> float:
-    if len(values) == 0:
-        return 0.0
-    uniq, counts = np.unique(values, return_counts=True)
-    return float(uniq[np.argmax(counts)])
 
 
 def _threshold(low: float, high: float) -> float:

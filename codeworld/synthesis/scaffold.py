@@ -26,7 +26,6 @@ import re
 import textwrap
 from dataclasses import dataclass
 
-import numpy as np
 
 # Names a component must not take: the contract's own, and those of the modules it may use.
 _RESERVED = {"state", "action", "step", "next_state", "reward", "done", "np", "numpy", "math",
@@ -72,6 +71,14 @@ class Scaffold:
     @property
     def state_dim(self) -> int:
         return len(self.names)
+
+    @property
+    def references(self) -> tuple[str, ...]:
+        """How code in the skeleton's form reads each component: its name, or ``s[i]`` for a
+        state too long to be unpacked into names."""
+        if self.state_dim <= self.max_unpacked:
+            return self.names
+        return tuple(f"s[{i}]" for i in range(self.state_dim))
 
     def action_text(self) -> str:
         """How the action looks, in words."""
@@ -171,9 +178,10 @@ def build_scaffold(spec, description: str = "", max_unpacked: int = 32, rewards=
     high = max(spec.action_high) if len(spec.action_high) else 0.0
     integer = float(spec.state_atol) == 0.0 and float(spec.state_rtol) == 0.0
     reward_default = 0.0
-    if rewards is not None and len(rewards):
-        values, counts = np.unique(np.asarray(rewards, dtype=np.float64), return_counts=True)
-        reward_default = float(values[np.argmax(counts)])
+    if rewards is not None:
+        from codeworld.scoring.scorer import most_frequent
+
+        reward_default = most_frequent(rewards)
     return Scaffold(tuple(names), tuple(labels), integer, discrete, int(spec.n_actions),
                     int(spec.action_dim), float(low), float(high), named_from, max_unpacked,
                     reward_default)
