@@ -6,7 +6,7 @@ PIP    := $(PY) -m pip
 # Serialises concurrent installs and rebuilds of the extension in one checkout.
 LOCK   := flock $(VENV)/.build.lock
 
-.PHONY: demo test build bench wheel-check clean
+.PHONY: demo test build native-llm bench wheel-check clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -30,6 +30,12 @@ test: build
 
 demo: build
 	$(PY) -m codeworld demo
+
+# llama.cpp's server compiled for this CPU (once, about 10 minutes on 2 cores); the local model
+# then runs on it (about twice the prompt speed on a CPU with AVX-512: benchmarks/llm_speed.py).
+native-llm: build
+	$(PIP) install -q "cmake>=3.21" "ninja>=1.11"
+	$(PY) -m codeworld build-llm
 
 bench: build
 	$(PY) benchmarks/run_all.py

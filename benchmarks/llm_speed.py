@@ -12,17 +12,21 @@ drafts accepted, and the ratios against the first configuration. Sampling is gre
 (temperature 0), the completion cache is not involved (the server is asked directly), and an
 answer that differs between configurations is reported.
 
-Configurations (``--configs``, the first is the baseline):
+Configurations (``--configs``, the first is the baseline; ``NAME:field=value`` changes a field
+of `ServerSettings`, e.g. ``new:draft_max=8``):
 
-* ``old``: the settings before this benchmark existed: threads = cores less the 1-minute load
-  average (read when the server starts), no speculation, one slot;
-* ``new``: `codeworld.llm.local.ServerSettings` defaults (every core, n-gram speculation);
-* ``nospec``: the new thread policy without speculation (what the thread policy alone gives);
+* ``old``: the settings before this benchmark existed: the ``xllamacpp`` wheel, threads = cores
+  less the 1-minute load average (read when the server starts), no speculation, one slot;
+* ``new``: `codeworld.llm.local.ServerSettings` defaults (every core, n-gram speculation, the
+  native engine where ``codeworld build-llm`` has built it, else the wheel);
+* ``wheel``: the new settings on the ``xllamacpp`` wheel (what they give without the build);
+* ``nospec``: the new settings without speculation;
 * ``draft``: the new settings with the 0.5B draft model instead of n-gram lookup (needs the
   ``draft`` extra);
 * ``old-threads``: the new settings with the old thread policy.
 
-Part 2 runs K = 1, 2, 4 requests at once on one server with 4 slots (the new settings): each
+Part 2 runs K = 1, 2, 4 requests at once on one server with 4 slots (the new settings, on each
+engine this machine has): each
 slot first processes its prompt (one token asked), then the K requests go together, each pinned
 to its slot and generating ``--parallel-tokens`` tokens (end of text ignored), and the total
 generated tokens per second of the K requests is compared with K = 1.
@@ -64,12 +68,29 @@ def old_thread_policy() -> int:
 
 
 def config_settings(name: str):
+    """A named configuration; ``NAME:field=value:...`` changes `ServerSettings` fields of it
+    (``new:draft_max=8``)."""
+    from dataclasses import fields, replace
+
     from codeworld.llm.local import ServerSettings
 
+    if ":" in name:
+        base, *changes = name.split(":")
+        types = {f.name: f.type for f in fields(ServerSettings)}
+        values = {}
+        for change in changes:
+            key, _, value = change.partition("=")
+            if key not in types:
+                raise SystemExit(f"llm_speed: ServerSettings has no field {key!r}")
+            values[key] = (int(value) if value.lstrip("-").isdigit() else
+                           {"true": True, "false": False}.get(value.lower(), value))
+        return replace(config_settings(base), **values)
     if name == "old":
-        return ServerSettings(threads=old_thread_policy(), speculation="none")
+        return ServerSettings(threads=old_thread_policy(), speculation="none", engine="xllamacpp")
     if name == "new":
         return ServerSettings()
+    if name == "wheel":
+        return ServerSettings(engine="xllamacpp")
     if name == "nospec":
         return ServerSettings(speculation="none")
     if name == "draft":
@@ -136,8 +157,9 @@ def part1(prompts: list[dict], configs: list[str], max_tokens: int) -> dict:
     for name in configs:  # threads of the old policy are read as that server starts, as before
         settings = config_settings(name).resolved()
         servers[name] = LocalServer(model, settings)
-        described[name] = (f"{settings.threads} threads, speculation {settings.speculation}, "
-                           f"{settings.slots} slot(s)")
+        described[name] = (f"{settings.engine}, {settings.threads} threads, speculation "
+                           f"{settings.speculation}, {settings.slots} slot(s), repack "
+                           f"{'on' if settings.repack else 'off'}")
         print(f"  {name}: {settings} (load {load1()})", flush=True)
     rows: dict[str, list[dict]] = {name: [] for name in configs}
     try:
@@ -176,13 +198,14 @@ def part1(prompts: list[dict], configs: list[str], max_tokens: int) -> dict:
     return {"rows": rows, "summary": summary, "same_answer": same, "settings": described}
 
 
-def part2(prompts: list[dict], ks: list[int], tokens: int) -> dict:
+def part2(prompts: list[dict], ks: list[int], tokens: int, engine: str | None = None) -> dict:
     from codeworld.llm.local import LocalServer, ServerSettings, ensure_model_file
 
     slots = max(ks)
-    settings = ServerSettings(slots=slots)
+    settings = ServerSettings(slots=slots, engine=engine)
     server = LocalServer(ensure_model_file(), settings)
-    print(f"  {settings.resolved()}", flush=True)
+    settings = settings.resolved()
+    print(f"  {settings}", flush=True)
     results = []
     try:
         for slot in range(slots):  # each slot holds its prompt, so that the runs below only decode
@@ -245,12 +268,12 @@ def markdown(report: dict) -> str:
                          for k, groups in p1["same_answer"].items())
         lines += ["", f"Identical greedy answers (configurations grouped by answer): {same}.", ""]
     p2 = report.get("part2")
-    if p2:
+    for run in ([p2] if isinstance(p2, dict) else p2 or []):  # one run per engine
         lines += ["## Parallel requests on one server", "",
-                  f"{p2['settings']}; {p2['tokens_per_request']} tokens per request.", "",
+                  f"{run['settings']}; {run['tokens_per_request']} tokens per request.", "",
                   "| K | wall s | generated tokens | total tok/s | ratio to K=1 | load |",
                   "|---|---|---|---|---|---|"]
-        for r in p2["results"]:
+        for r in run["results"]:
             lines.append(f"| {r['k']} | {r['wall_s']:.1f} | {r['generated']} | {r['gen_tok_s']:.2f} | "
                          f"{r['ratio_to_k1']:.2f}x | {r['load1']} |")
         lines.append("")
@@ -319,7 +342,10 @@ def main(argv: list[str] | None = None) -> int:
     if not args.skip_parallel:
         ks = [int(k) for k in args.parallel.split(",")]
         print(f"part 2: K = {ks} requests at once, {args.parallel_tokens} tokens each", flush=True)
-        report["part2"] = part2(prompts, ks, args.parallel_tokens)
+        from codeworld.llm.native import native_server_binary
+
+        engines = ["xllamacpp"] + (["native"] if native_server_binary() else [])
+        report["part2"] = [part2(prompts, ks, args.parallel_tokens, engine) for engine in engines]
     report["load_end"] = load1()
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".json").write_text(json.dumps(report, indent=1) + "\n")

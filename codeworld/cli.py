@@ -18,6 +18,7 @@ COMMAND_MODULES = [
     "codeworld.commands.fit",
     "codeworld.commands.plan",
     "codeworld.commands.llm",
+    "codeworld.commands.build_llm",
     "codeworld.commands.synthesize",
     "codeworld.commands.show",
     "codeworld.commands.demo",

@@ -150,7 +150,8 @@ def test_missing_local_extra_names_the_install_command(monkeypatch):
         local.part_paths()
     monkeypatch.setitem(sys.modules, "xllamacpp", None)
     with pytest.raises(BackendNotInstalledError, match=r"xllamacpp.*pip install 'codeworld\[local\]'"):
-        local.LocalServer(local.model_dir() / local.MODEL_FILE, local.ServerSettings(threads=1))
+        local.LocalServer(local.model_dir() / local.MODEL_FILE,
+                          local.ServerSettings(threads=1, engine="xllamacpp"))
 
 
 def test_threads_default_to_every_core_whatever_the_load(monkeypatch):

@@ -16,7 +16,7 @@ import pytest
 
 from codeworld.cli import main
 from codeworld.llm import extract_program, make_llm, render
-from codeworld.llm import local
+from codeworld.llm import local, native
 from codeworld.model import check_model_source
 
 CARTPOLE = (
@@ -95,20 +95,28 @@ def _text(response):
     return response["choices"][0]["message"]["content"]
 
 
-@pytest.fixture(scope="module")
-def plain_answer():
-    """The greedy answer to COPY without speculation, from a fresh server (nothing cached)."""
-    server = local.LocalServer(local.ensure_model_file(),
-                               local.ServerSettings(speculation="none", context=2048))
+# Every engine this machine has: the wheel's always, the native build where `make native-llm` ran
+# (CI builds it).
+ENGINES = ["xllamacpp"] + (["native"] if native.native_server_binary() else [])
+
+
+@pytest.fixture(scope="module", params=ENGINES)
+def plain_answer(request):
+    """The greedy answer to COPY without speculation, from a fresh server (nothing cached), with
+    the engine it came from."""
+    server = local.LocalServer(local.ensure_model_file(), local.ServerSettings(
+        speculation="none", context=2048, engine=request.param))
     try:
-        return _greedy(server, COPY, 40)
+        answer = _greedy(server, COPY, 40)
+        answer["engine"] = request.param
+        return answer
     finally:
         server.close()
 
 
 def test_ngram_speculation_drafts_and_keeps_the_greedy_tokens(plain_answer):
-    server = local.LocalServer(local.ensure_model_file(),
-                               local.ServerSettings(speculation="ngram", context=2048, slots=2))
+    server = local.LocalServer(local.ensure_model_file(), local.ServerSettings(
+        speculation="ngram", context=2048, slots=2, engine=plain_answer["engine"]))
     try:
         answer = _greedy(server, COPY, 40)
         assert answer["timings"].get("draft_n_accepted", 0) > 0, answer["timings"]  # it did speculate
@@ -135,8 +143,8 @@ def test_ngram_speculation_drafts_and_keeps_the_greedy_tokens(plain_answer):
 def test_draft_model_speculation_keeps_the_greedy_tokens(plain_answer):
     draft = local.ensure_draft_file()
     assert draft.stat().st_size == local.DRAFT_SIZE
-    server = local.LocalServer(local.ensure_model_file(),
-                               local.ServerSettings(speculation="draft", context=2048))
+    server = local.LocalServer(local.ensure_model_file(), local.ServerSettings(
+        speculation="draft", context=2048, engine=plain_answer["engine"]))
     try:
         answer = _greedy(server, COPY, 40)
         assert answer["timings"].get("draft_n", 0) > 0, answer["timings"]

@@ -267,6 +267,10 @@ def add_llm_arguments(parser: argparse.ArgumentParser) -> None:
                        help="speculative decoding of the local model: ngram (default: drafts from "
                             "the prompt, no second model), draft (the 0.5B draft model, extra "
                             "'draft'), none (CODEWORLD_LOCAL_SPECULATION)")
+    group.add_argument("--llm-engine", default=None, choices=["native", "xllamacpp"],
+                       help="server of the local model: native (llama.cpp compiled for this CPU "
+                            "by `codeworld build-llm`; the default once built) or xllamacpp "
+                            "(CODEWORLD_LOCAL_ENGINE)")
 
 
 def llm_from_args(args: argparse.Namespace, run_dir: str | None = None, *, slots: int = 1) -> LLMClient:
@@ -279,7 +283,8 @@ def llm_from_args(args: argparse.Namespace, run_dir: str | None = None, *, slots
     options = BackendOptions(api_key=args.llm_api_key, base_url=args.llm_base_url,
                              timeout_s=args.llm_timeout, local_threads=args.llm_threads,
                              local_slots=max(1, slots),
-                             local_speculation=getattr(args, "llm_speculation", None))
+                             local_speculation=getattr(args, "llm_speculation", None),
+                             local_engine=getattr(args, "llm_engine", None))
     return make_llm(LLMConfig(spec=args.llm, backend=options,
                               retry=RetryPolicy(max_attempts=max(1, args.llm_retries)),
                               cache_dir=args.llm_cache_dir, use_cache=not args.no_llm_cache,

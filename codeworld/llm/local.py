@@ -191,6 +191,7 @@ def default_threads() -> int:
 
 SPECULATION_KINDS = ("ngram", "draft", "none")
 DEFAULT_SPECULATION = "ngram"
+ENGINES = ("native", "xllamacpp")
 
 
 @dataclass(frozen=True)
@@ -220,6 +221,14 @@ class ServerSettings:
             last one did (the run's system text and description) processes only its new tokens.
         poll: how busily the threads wait for work between operations (0-100, llama.cpp's
             ``--poll``); 0 sleeps at once, leaving idle cores to the rest of the run.
+        engine: ``"native"``, llama.cpp's server compiled for this CPU (`codeworld.llm.native`,
+            ``codeworld build-llm``) run as a child process, or ``"xllamacpp"``, the same server
+            from the portable wheel, in this process; None (the default): ``"native"`` where it
+            has been built, else ``"xllamacpp"`` (``$CODEWORLD_LOCAL_ENGINE`` overrides).
+        repack: let llama.cpp repack the weights into interleaved blocks at load; None (the
+            default): off for the native engine with one slot (its own AVX-512 dot products
+            process prompts faster: measured), on otherwise (the repacked matrix products pay
+            when several sequences are decoded together: measured).
     """
 
     threads: int | None = None
@@ -230,8 +239,12 @@ class ServerSettings:
     ngram_size: int = 3
     prompt_cache: bool = True
     poll: int = 0
+    engine: str | None = None
+    repack: bool | None = None
 
     def __post_init__(self):
+        if self.engine is not None and self.engine not in ENGINES:
+            raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {self.engine!r}")
         if self.speculation is not None and self.speculation not in SPECULATION_KINDS:
             raise ValueError(f"speculation must be one of {', '.join(SPECULATION_KINDS)}, "
                              f"got {self.speculation!r}")
@@ -243,9 +256,23 @@ class ServerSettings:
             raise ValueError("draft_max and ngram_size must be at least 1")
 
     def resolved(self) -> "ServerSettings":
-        """These settings with the thread count and the speculation kind chosen."""
+        """These settings with the thread count, the speculation kind and the engine chosen."""
         speculation = self.speculation or (DEFAULT_SPECULATION if self.slots == 1 else "none")
-        return replace(self, threads=self.threads or default_threads(), speculation=speculation)
+        engine = self.engine or os.environ.get("CODEWORLD_LOCAL_ENGINE") or default_engine()
+        if engine not in ENGINES:
+            raise ValueError(f"CODEWORLD_LOCAL_ENGINE must be one of {', '.join(ENGINES)}, "
+                             f"got {engine!r}")
+        repack = self.repack if self.repack is not None else not (
+            engine == "native" and self.slots == 1)
+        return replace(self, threads=self.threads or default_threads(), speculation=speculation,
+                       engine=engine, repack=repack)
+
+
+def default_engine() -> str:
+    """``"native"`` when llama.cpp's server has been built for this CPU, else ``"xllamacpp"``."""
+    from codeworld.llm.native import native_server_binary
+
+    return "native" if native_server_binary() else "xllamacpp"
 
 
 def settings_from_options(options: BackendOptions) -> ServerSettings:
@@ -256,7 +283,8 @@ def settings_from_options(options: BackendOptions) -> ServerSettings:
     speculation = (options.local_speculation or os.environ.get("CODEWORLD_LOCAL_SPECULATION")
                    or None)
     return ServerSettings(threads=options.local_threads, context=options.local_context,
-                          slots=max(1, options.local_slots), speculation=speculation)
+                          slots=max(1, options.local_slots), speculation=speculation,
+                          engine=options.local_engine)
 
 
 def _free_port() -> int:
@@ -266,7 +294,8 @@ def _free_port() -> int:
 
 
 class LocalServer:
-    """An ``xllamacpp`` server of the embedded model on 127.0.0.1.
+    """A llama.cpp server of the embedded model on 127.0.0.1: the native build as a child
+    process, or ``xllamacpp`` in this process (``settings.engine``).
 
     Args:
         model_path: the GGUF file.
@@ -277,12 +306,6 @@ class LocalServer:
 
     def __init__(self, model_path: Path, settings: ServerSettings | None = None,
                  draft_path: Path | None = None):
-        try:
-            import xllamacpp
-        except ImportError as exc:
-            raise BackendNotInstalledError(
-                f"the local backend needs xllamacpp, which is not installed; install it with: "
-                f"{INSTALL_HINT}") from exc
         settings = (settings or ServerSettings()).resolved()
         if settings.speculation == "draft" and draft_path is None:
             draft_path = ensure_draft_file()
@@ -291,19 +314,48 @@ class LocalServer:
         self.threads = settings.threads
         self.context = settings.context
         self.slots = settings.slots
+        self.engine = settings.engine
+        self._server = self._process = None
         last_error: Exception | None = None
         started = time.perf_counter()
         for _ in range(3):  # another process may take the free port before the server binds it
-            params = self._params(xllamacpp, model_path, settings, draft_path)
             try:
-                self._server = xllamacpp.Server(params)
-            except Exception as exc:  # xllamacpp raises plain exceptions on bind/load failure
+                if settings.engine == "native":
+                    self._start_native(model_path, settings, draft_path)
+                else:
+                    self._start_xllamacpp(model_path, settings, draft_path)
+            except BackendNotInstalledError:
+                raise
+            except Exception as exc:  # both engines fail with plain exceptions on bind/load
                 last_error = exc
                 continue
-            self.port = params.port
             self.load_s = time.perf_counter() - started
             return
         raise LLMError(f"the embedded model server did not start: {last_error}")
+
+    def _start_native(self, model_path: Path, settings: ServerSettings, draft_path: Path | None):
+        from codeworld.llm import native
+
+        binary = native.native_server_binary()
+        if binary is None:
+            raise BackendNotInstalledError(
+                "the native engine has not been built for this CPU; build it with "
+                "`codeworld build-llm` (or make native-llm), or use engine xllamacpp")
+        port = _free_port()
+        self._process = native.NativeProcess(
+            native.server_arguments(binary, model_path, port, settings, draft_path, MODEL_NAME), port)
+        self.port = port
+
+    def _start_xllamacpp(self, model_path: Path, settings: ServerSettings, draft_path: Path | None):
+        try:
+            import xllamacpp
+        except ImportError as exc:
+            raise BackendNotInstalledError(
+                f"the local backend needs xllamacpp, which is not installed; install it with: "
+                f"{INSTALL_HINT}") from exc
+        params = self._params(xllamacpp, model_path, settings, draft_path)
+        self._server = xllamacpp.Server(params)
+        self.port = params.port
 
     @staticmethod
     def _params(xllamacpp, model_path: Path, settings: ServerSettings, draft_path: Path | None):
@@ -314,6 +366,7 @@ class LocalServer:
         params.n_parallel = settings.slots
         params.cont_batching = True
         params.cache_prompt = settings.prompt_cache
+        params.no_extra_bufts = not settings.repack
         # A new request goes to the idle slot whose cached prompt it shares most with.
         params.slot_prompt_similarity = 0.1
         for cpu in (params.cpuparams, params.cpuparams_batch):
@@ -362,10 +415,13 @@ class LocalServer:
             return json.loads(response.read())
 
     def close(self) -> None:
-        """Stops the server (its destructor joins the server threads)."""
-        server = getattr(self, "_server", None)
-        self._server = None
+        """Stops the server (xllamacpp's destructor joins its threads; the native process is
+        terminated)."""
+        server, process = getattr(self, "_server", None), getattr(self, "_process", None)
+        self._server = self._process = None
         del server
+        if process is not None:
+            process.close()
 
 
 _server: LocalServer | None = None
@@ -385,7 +441,8 @@ def shared_server(settings: ServerSettings | None = None) -> LocalServer:
     with _server_lock:
         if _server is not None and (_server.slots < settings.slots or (
                 settings.speculation is not None
-                and _server.settings.speculation != settings.speculation)):
+                and _server.settings.speculation != settings.speculation) or (
+                settings.engine is not None and _server.engine != settings.engine)):
             _server.close()
             _server = None
         if _server is None:

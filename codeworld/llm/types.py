@@ -240,6 +240,9 @@ class BackendOptions:
         local_speculation: speculative decoding of the embedded model: ``ngram``, ``draft``
             or ``none``; None uses ``CODEWORLD_LOCAL_SPECULATION`` or else the default
             (see `codeworld.llm.local.ServerSettings`).
+        local_engine: ``native`` (llama.cpp built for this CPU by ``codeworld build-llm``) or
+            ``xllamacpp``; None uses ``CODEWORLD_LOCAL_ENGINE`` or else the native build where
+            it exists.
         hf_device: torch device of an ``hf:`` model (``"cuda"``, ``"cpu"``); None picks CUDA when
             available.
         hf_dtype: torch dtype name of an ``hf:`` model (``"bfloat16"``, ``"float32"``, ``"auto"``).
@@ -252,6 +255,7 @@ class BackendOptions:
     local_context: int = 8192
     local_slots: int = 1
     local_speculation: str | None = None
+    local_engine: str | None = None
     hf_device: str | None = None
     hf_dtype: str = "auto"
 
