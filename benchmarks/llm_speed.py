@@ -16,11 +16,14 @@ Configurations (``--configs``, the first is the baseline; ``NAME:field=value`` c
 of `ServerSettings`, e.g. ``new:draft_max=8``):
 
 * ``old``: the settings before this benchmark existed: the ``xllamacpp`` wheel, threads = cores
-  less the 1-minute load average (read when the server starts), no speculation, one slot;
+  less the 1-minute load average (read when the server starts), no speculation, one slot,
+  threads that sleep at once between operations (poll 0);
 * ``new``: `codeworld.llm.local.ServerSettings` defaults (every core, n-gram speculation, the
   native engine where ``codeworld build-llm`` has built it, else the wheel);
 * ``wheel``: the new settings on the ``xllamacpp`` wheel (what they give without the build);
 * ``nospec``: the new settings without speculation;
+* ``ngram``: the new settings with short n-gram drafts (4 tokens after 3 matching ones) instead
+  of ``ngram-mod``'s long ones;
 * ``draft``: the new settings with the 0.5B draft model instead of n-gram lookup (needs the
   ``draft`` extra);
 * ``old-threads``: the new settings with the old thread policy.
@@ -86,7 +89,8 @@ def config_settings(name: str):
                            {"true": True, "false": False}.get(value.lower(), value))
         return replace(config_settings(base), **values)
     if name == "old":
-        return ServerSettings(threads=old_thread_policy(), speculation="none", engine="xllamacpp")
+        return ServerSettings(threads=old_thread_policy(), speculation="none", engine="xllamacpp",
+                              poll=0)
     if name == "new":
         return ServerSettings()
     if name == "wheel":
@@ -95,9 +99,27 @@ def config_settings(name: str):
         return ServerSettings(speculation="none")
     if name == "draft":
         return ServerSettings(speculation="draft")
+    if name == "ngram":
+        return ServerSettings(speculation="ngram")
     if name == "old-threads":
         return ServerSettings(threads=old_thread_policy())
     raise SystemExit(f"llm_speed: unknown configuration {name!r}")
+
+
+def machine() -> str:
+    """The architecture, core count, CPU model and the vector instruction sets llama.cpp uses."""
+    from codeworld.llm.native import cpu_flags
+
+    model = ""
+    try:
+        model = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo")
+                      if line.startswith("model name")), "")
+    except OSError:
+        pass
+    simd = sorted((cpu_flags() or set()) & {"avx2", "avx512f", "avx512_vnni", "avx_vnni", "amx_int8"})
+    parts = [platform.machine(), f"{len(os.sched_getaffinity(0))} cores", model,
+             " ".join(simd) or "no AVX2"]
+    return ", ".join(p for p in parts if p)
 
 
 def load1() -> float:
@@ -245,7 +267,7 @@ def markdown(report: dict) -> str:
     lines = [f"# LLM speed of the embedded model ({report['date']})", "",
              f"`{report['command']}`", "",
              f"Machine: {report['machine']}; 1-minute load average {report['load_start']} at the "
-             f"start, {report['load_end']} at the end (other jobs shared the cores).", ""]
+             f"start, {report['load_end']} at the end (the benchmark's own threads count in it).", ""]
     p1 = report.get("part1")
     if p1:
         configs = list(p1["summary"])
@@ -326,7 +348,7 @@ def main(argv: list[str] | None = None) -> int:
     report = {
         "date": _dt.datetime.now().strftime("%Y-%m-%d %H:%M"),
         "command": "python benchmarks/llm_speed.py " + shlex.join(sys.argv[1:] if argv is None else argv),
-        "machine": f"{platform.machine()}, {len(os.sched_getaffinity(0))} cores",
+        "machine": machine(),
         "load_start": load1(),
     }
     out = Path(args.out)

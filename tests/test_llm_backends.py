@@ -171,7 +171,7 @@ def test_server_settings_from_options_and_environment(monkeypatch):
     settings = local.settings_from_options(BackendOptions(local_threads=2, local_slots=4)).resolved()
     # Several slots already use the compute that checking drafts would need.
     assert (settings.threads, settings.slots, settings.speculation) == (2, 4, "none")
-    assert local.settings_from_options(BackendOptions()).resolved().speculation == "ngram"
+    assert local.settings_from_options(BackendOptions()).resolved().speculation == "ngram-mod"
     monkeypatch.setenv("CODEWORLD_LOCAL_SPECULATION", "none")
     assert local.settings_from_options(BackendOptions()).speculation == "none"
     assert local.settings_from_options(BackendOptions(local_speculation="draft")).speculation == "draft"
@@ -179,6 +179,10 @@ def test_server_settings_from_options_and_environment(monkeypatch):
         local.ServerSettings(speculation="medusa")
     with pytest.raises(ValueError, match="slots"):
         local.ServerSettings(slots=0)
+    with pytest.raises(ValueError, match="mod_max"):
+        local.ServerSettings(mod_min=48, mod_max=16)
+    with pytest.raises(ValueError, match="poll"):
+        local.ServerSettings(poll=101)
 
 
 def test_cli_passes_speculation_and_a_search_parallel_to_the_local_backend(monkeypatch):

@@ -95,8 +95,10 @@ def _text(response):
     return response["choices"][0]["message"]["content"]
 
 
-# Every engine this machine has: the wheel's always, the native build where `make native-llm` ran
-# (CI builds it).
+# Long enough for n-gram-mod drafts: they start after 24 matching tokens and are 48 or more long.
+COPY_TOKENS = 96
+
+# Every engine this machine has: the wheel's always, the native build where `make native-llm` ran.
 ENGINES = ["xllamacpp"] + (["native"] if native.native_server_binary() else [])
 
 
@@ -107,18 +109,19 @@ def plain_answer(request):
     server = local.LocalServer(local.ensure_model_file(), local.ServerSettings(
         speculation="none", context=2048, engine=request.param))
     try:
-        answer = _greedy(server, COPY, 40)
+        answer = _greedy(server, COPY, COPY_TOKENS)
         answer["engine"] = request.param
         return answer
     finally:
         server.close()
 
 
-def test_ngram_speculation_drafts_and_keeps_the_greedy_tokens(plain_answer):
+@pytest.mark.parametrize("kind", ["ngram-mod", "ngram"])
+def test_ngram_speculation_drafts_and_keeps_the_greedy_tokens(plain_answer, kind):
     server = local.LocalServer(local.ensure_model_file(), local.ServerSettings(
-        speculation="ngram", context=2048, slots=2, engine=plain_answer["engine"]))
+        speculation=kind, context=2048, slots=2, engine=plain_answer["engine"]))
     try:
-        answer = _greedy(server, COPY, 40)
+        answer = _greedy(server, COPY, COPY_TOKENS)
         assert answer["timings"].get("draft_n_accepted", 0) > 0, answer["timings"]  # it did speculate
         assert _text(answer) == _text(plain_answer)
         assert answer["usage"]["completion_tokens"] == plain_answer["usage"]["completion_tokens"]
@@ -146,7 +149,7 @@ def test_draft_model_speculation_keeps_the_greedy_tokens(plain_answer):
     server = local.LocalServer(local.ensure_model_file(), local.ServerSettings(
         speculation="draft", context=2048, engine=plain_answer["engine"]))
     try:
-        answer = _greedy(server, COPY, 40)
+        answer = _greedy(server, COPY, COPY_TOKENS)
         assert answer["timings"].get("draft_n", 0) > 0, answer["timings"]
         assert _text(answer) == _text(plain_answer)
     finally:

@@ -1,8 +1,8 @@
 """The native engine: llama.cpp's server compiled for this CPU (``codeworld build-llm``).
 
 The build options follow the CPU's flags, the binary is found by them, a wrong source archive is
-refused, the engine is chosen as documented, and, where the binary has been built (CI builds it
-with ``make native-llm``), the real server runs on loopback and answers like any engine.
+refused, the engine is chosen as documented, and, where the binary has been built (``make
+native-llm``, an option), the real server runs on loopback and answers like any engine.
 """
 
 from __future__ import annotations
@@ -100,7 +100,13 @@ def test_server_arguments_listen_on_loopback_and_carry_the_settings(tmp_path):
                                    None, "alias")
     assert args[args.index("--host") + 1] == "127.0.0.1"
     assert args[args.index("-t") + 1] == "2" and "--no-repack" in args
-    assert args[args.index("--spec-type") + 1] == "ngram-simple"
+    assert args[args.index("--spec-type") + 1] == "ngram-mod"
+    assert args[args.index("--spec-ngram-mod-n-match") + 1] == "24"
+    assert args[args.index("--poll") + 1] == "50" and args[args.index("--cache-reuse") + 1] == "0"
+    simple = native.server_arguments(tmp_path / "s", tmp_path / "m.gguf", 1, local.ServerSettings(
+        threads=2, speculation="ngram", cache_reuse=64, engine="native").resolved(), None, "a")
+    assert simple[simple.index("--spec-type") + 1] == "ngram-simple"
+    assert simple[simple.index("--cache-reuse") + 1] == "64"
     spread = native.server_arguments(tmp_path / "s", tmp_path / "m.gguf", 1,
                                      local.ServerSettings(threads=2, slots=4, engine="native",
                                                           context=1024).resolved(), None, "a")
@@ -109,7 +115,7 @@ def test_server_arguments_listen_on_loopback_and_carry_the_settings(tmp_path):
 
 
 built = pytest.mark.skipif(native.native_server_binary() is None,
-                           reason="the native server is not built here (make native-llm; CI builds it)")
+                           reason="the native server is an option not built here (make native-llm builds it)")
 
 
 @built
@@ -117,7 +123,7 @@ def test_the_native_server_answers_on_loopback_only():
     server = local.LocalServer(local.ensure_model_file(),
                                local.ServerSettings(engine="native", context=2048))
     try:
-        assert server.engine == "native" and server.settings.speculation == "ngram"
+        assert server.engine == "native" and server.settings.speculation == "ngram-mod"
         body = json.dumps({"messages": [{"role": "user", "content": "Say OK."}], "max_tokens": 4,
                            "temperature": 0}).encode()
         request = urllib.request.Request(server.base_url + "/chat/completions", data=body,

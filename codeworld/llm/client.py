@@ -263,10 +263,12 @@ def add_llm_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--llm-threads", type=int, default=None, metavar="N",
                        help="CPU threads of the local model (default: every core; "
                             "CODEWORLD_LOCAL_THREADS)")
-    group.add_argument("--llm-speculation", default=None, choices=["ngram", "draft", "none"],
-                       help="speculative decoding of the local model: ngram (default: drafts from "
-                            "the prompt, no second model), draft (the 0.5B draft model, extra "
-                            "'draft'), none (CODEWORLD_LOCAL_SPECULATION)")
+    group.add_argument("--llm-speculation", default=None,
+                       choices=["ngram-mod", "ngram", "draft", "none"],
+                       help="speculative decoding of the local model: ngram-mod (default: long "
+                            "drafts where the answer repeats the prompt, no second model), ngram "
+                            "(short drafts after any 3 matching tokens), draft (the 0.5B draft "
+                            "model, extra 'draft'), none (CODEWORLD_LOCAL_SPECULATION)")
     group.add_argument("--llm-engine", default=None, choices=["native", "xllamacpp"],
                        help="server of the local model: native (llama.cpp compiled for this CPU "
                             "by `codeworld build-llm`; the default once built) or xllamacpp "

