@@ -102,11 +102,10 @@ def test_server_arguments_listen_on_loopback_and_carry_the_settings(tmp_path):
     assert args[args.index("-t") + 1] == "2" and "--no-repack" in args
     assert args[args.index("--spec-type") + 1] == "ngram-mod"
     assert args[args.index("--spec-ngram-mod-n-match") + 1] == "24"
-    assert args[args.index("--poll") + 1] == "50" and args[args.index("--cache-reuse") + 1] == "0"
+    assert args[args.index("--poll") + 1] == "50"
     simple = native.server_arguments(tmp_path / "s", tmp_path / "m.gguf", 1, local.ServerSettings(
-        threads=2, speculation="ngram", cache_reuse=64, engine="native").resolved(), None, "a")
+        threads=2, speculation="ngram", engine="native").resolved(), None, "a")
     assert simple[simple.index("--spec-type") + 1] == "ngram-simple"
-    assert simple[simple.index("--cache-reuse") + 1] == "64"
     spread = native.server_arguments(tmp_path / "s", tmp_path / "m.gguf", 1,
                                      local.ServerSettings(threads=2, slots=4, engine="native",
                                                           context=1024).resolved(), None, "a")

@@ -225,11 +225,6 @@ class ServerSettings:
             shortest and longest draft (llama.cpp's defaults, which measured best here).
         prompt_cache: keep each slot's processed prompt, so that a request that starts as the
             last one did (the run's system text and description) processes only its new tokens.
-        cache_reuse: 0, or the shortest run of tokens of a slot's cache, past the shared start,
-            that a new prompt may take over shifted to its new place instead of processing it
-            again (llama.cpp's ``--cache-reuse``): a *fix* of the program the last answer wrote
-            then processes mostly its error. The shifted tokens were computed after other text,
-            so an answer may differ from a freshly processed prompt's: off by default.
         poll: how busily the threads wait for work between operations (0-100, llama.cpp's
             ``--poll``); llama.cpp's 50 measured faster than 0 (which sleeps at once), most with
             several slots.
@@ -253,7 +248,6 @@ class ServerSettings:
     mod_min: int = 48
     mod_max: int = 64
     prompt_cache: bool = True
-    cache_reuse: int = 0
     poll: int = 50
     engine: str | None = None
     repack: bool | None = None
@@ -272,8 +266,8 @@ class ServerSettings:
             raise ValueError("draft_max, ngram_size, mod_match and mod_min must be at least 1")
         if self.mod_max < self.mod_min:
             raise ValueError(f"mod_max ({self.mod_max}) must be at least mod_min ({self.mod_min})")
-        if self.cache_reuse < 0 or not 0 <= self.poll <= 100:
-            raise ValueError("cache_reuse must be at least 0 and poll within 0..100")
+        if not 0 <= self.poll <= 100:
+            raise ValueError(f"poll must be within 0..100, got {self.poll}")
 
     def resolved(self) -> "ServerSettings":
         """These settings with the thread count, the speculation kind and the engine chosen."""
@@ -386,7 +380,6 @@ class LocalServer:
         params.n_parallel = settings.slots
         params.cont_batching = True
         params.cache_prompt = settings.prompt_cache
-        params.n_cache_reuse = settings.cache_reuse
         params.no_extra_bufts = not settings.repack
         # A new request goes to the idle slot whose cached prompt it shares most with.
         params.slot_prompt_similarity = 0.1

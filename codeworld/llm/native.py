@@ -231,8 +231,7 @@ def server_arguments(binary: Path, model_path: Path, port: int, settings, draft_
             "-a", alias, "-t", threads, "-tb", threads, "--poll", str(settings.poll),
             "-c", str(settings.context * settings.slots), "-np", str(settings.slots),
             "--threads-http", str(max(1, settings.slots)), "--no-webui",
-            "--cache-prompt" if settings.prompt_cache else "--no-cache-prompt",
-            "--cache-reuse", str(settings.cache_reuse)]
+            "--cache-prompt" if settings.prompt_cache else "--no-cache-prompt"]
     if not settings.repack:
         args.append("--no-repack")
     if settings.speculation == "ngram":
