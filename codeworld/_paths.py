@@ -10,6 +10,7 @@ installed package's folder need not be writable.
 
 from __future__ import annotations
 
+import hashlib
 import os
 from importlib import resources
 from pathlib import Path
@@ -31,3 +32,12 @@ def cache_root() -> Path:
     xdg = os.environ.get("XDG_CACHE_HOME")
     base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
     return base / "codeworld"
+
+
+def sha256_of(path: Path) -> str:
+    """The SHA-256 of a file, read in blocks (the model files are over 1 GB)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 22), b""):
+            digest.update(block)
+    return digest.hexdigest()

@@ -38,6 +38,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
+from codeworld._paths import sha256_of
 from codeworld.llm.cache import default_cache_root
 from codeworld.llm.openai_compatible import OpenAIBackend
 from codeworld.llm.types import BackendNotInstalledError, BackendOptions, LLMError, RawCompletion, Sampling
@@ -100,14 +101,6 @@ def _verified(path: Path, marker: Path, sha256: str) -> bool:
         return False
 
 
-def _sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 22), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def ensure_model_file(directory: Path | None = None,
                       parts: list[Path] | Callable[[], list[Path]] | None = None,
                       expected_sha256: str = MODEL_SHA256, file_name: str = MODEL_FILE) -> Path:
@@ -137,7 +130,7 @@ def ensure_model_file(directory: Path | None = None,
         if path.exists():
             if _verified(path, marker, expected_sha256):
                 return path
-            if _sha256_of(path) == expected_sha256:
+            if sha256_of(path) == expected_sha256:
                 marker.write_text(json.dumps(_stamp(path, expected_sha256)))
                 return path
             path.unlink()  # a damaged or foreign file: rebuild it from the parts

