@@ -198,8 +198,9 @@ class ServerSettings:
         threads: CPU threads for generation and prompt processing; None uses `default_threads`.
         context: context window of each slot, in tokens.
         slots: requests decoded together (continuous batching); concurrent requests beyond
-            this wait. Generation on a CPU is bound by memory bandwidth, so K sequences decoded
-            together cost far less than K one after another.
+            this wait. Where generation is bound by memory bandwidth, K sequences decoded
+            together cost far less than K one after another (on 2 cores it is bound by compute:
+            4 gave 1.22x the tokens per second of one, ``benchmarks/llm_speed.py``).
         speculation: ``"ngram-mod"`` drafts only where the text being written repeats a long
             stretch of the prompt or the answer so far (after ``mod_match`` tokens that match
             earlier text, between ``mod_min`` and ``mod_max`` tokens of what followed them: an
