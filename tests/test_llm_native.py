@@ -72,6 +72,26 @@ def test_a_build_without_cmake_says_how_to_get_it(monkeypatch, tmp_path, capsys)
     assert "not built" in capsys.readouterr().out
 
 
+def test_the_build_is_suggested_only_where_it_pays_and_is_missing(monkeypatch, tmp_path):
+    assert native.build_would_pay(native.cpu_flags(AVX512_CPU))
+    assert not native.build_would_pay(native.cpu_flags(AVX2_CPU))
+    assert not native.build_would_pay(native.cpu_flags("flags : avx2 avx512f\n"))  # no VNNI
+    assert not native.build_would_pay(set())
+    monkeypatch.setenv("CODEWORLD_NATIVE_DIR", str(tmp_path))
+    monkeypatch.setattr(native.platform, "machine", lambda: "x86_64")
+    cpu = {"flags": {"avx2", "avx512f", "avx512_vnni"}}
+    monkeypatch.setattr(native, "cpu_flags", lambda cpuinfo=None: cpu["flags"])
+    assert "codeworld build-llm" in native.build_hint()
+    directory = native.build_dir()  # once built, no hint
+    directory.mkdir(parents=True)
+    (directory / native.BINARY).write_text("#!/bin/sh\n")
+    (directory / native.BINARY).chmod(0o755)
+    (directory / "build.json").write_text("{}")
+    assert native.build_hint() is None
+    cpu["flags"] = {"avx2"}
+    assert native.build_hint() is None
+
+
 def test_the_engine_is_native_only_where_built(monkeypatch, tmp_path):
     monkeypatch.setenv("CODEWORLD_NATIVE_DIR", str(tmp_path))
     monkeypatch.delenv("CODEWORLD_LOCAL_ENGINE", raising=False)

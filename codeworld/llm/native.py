@@ -85,6 +85,28 @@ def build_options(flags: set[str] | None) -> list[str]:
     return options
 
 
+# The instruction sets on which the build measured faster than the wheel (built for AVX2).
+PAYING_FEATURES = ("avx512f", "avx512_vnni")
+
+
+def build_would_pay(flags: set[str] | None = None) -> bool:
+    """True on an x86 CPU with AVX-512 and its VNNI dot products, where the native build processed
+    prompts about twice as fast as the wheel (``benchmarks/llm_speed.py``); on an AVX2-only CPU
+    it measured no faster."""
+    flags = cpu_flags() if flags is None else flags
+    return bool(flags) and all(feature in flags for feature in PAYING_FEATURES)
+
+
+def build_hint() -> str | None:
+    """One line that suggests ``codeworld build-llm`` where it would pay and has not been run;
+    None otherwise."""
+    if not build_would_pay() or native_server_binary() is not None:
+        return None
+    return ("codeworld: this CPU has AVX-512 with VNNI; `codeworld build-llm` (or make native-llm; "
+            "once, about 7-10 minutes on 2 cores) compiles the local model's server for it, and "
+            "its calls then take about half as long")
+
+
 def build_key(options: list[str]) -> str:
     """Names one build: the source version and the options (so another CPU gets its own)."""
     text = json.dumps([SOURCE_VERSION, SOURCE_SHA256, options])
