@@ -201,7 +201,7 @@ class ServerSettings:
         slots: requests decoded together (continuous batching); concurrent requests beyond
             this wait. Where generation is bound by memory bandwidth, K sequences decoded
             together cost far less than K one after another (on 2 cores it is bound by compute:
-            4 gave 1.22x the tokens per second of one, ``benchmarks/llm_speed.py``).
+            4 gave 1.06x-1.29x the tokens per second of one, ``benchmarks/llm_speed.py``).
         speculation: ``"ngram-mod"`` drafts only where the text being written repeats a long
             stretch of the prompt or the answer so far (after ``mod_match`` tokens that match
             earlier text, between ``mod_min`` and ``mod_max`` tokens of what followed them: an
