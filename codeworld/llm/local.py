@@ -473,8 +473,8 @@ _hinted = False
 
 
 def _hint_native_build() -> None:
-    # Once per process, on stderr: where the wheel runs by default on a CPU the native build
-    # serves about twice as fast.
+    # Once per process, on stderr: where the wheel runs by default on a CPU on which the native
+    # build processes prompts about twice as fast.
     global _hinted
     from codeworld.llm.native import build_hint
 
