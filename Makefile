@@ -31,7 +31,7 @@ test: build
 demo: build
 	$(PY) -m codeworld demo
 
-# llama.cpp's server compiled for this CPU (once, about 10 minutes on 2 cores); the local model
+# llama.cpp's server compiled for this CPU (once, about 7-10 minutes on 2 cores); the local model
 # then runs on it (about twice the prompt speed on a CPU with AVX-512: benchmarks/llm_speed.py).
 native-llm: build
 	$(PIP) install -q "cmake>=3.21" "ninja>=1.11"

