@@ -32,12 +32,16 @@ Part 2 runs K = 1, 2, 4 requests at once on one server with 4 slots (the new set
 engine this machine has): each
 slot first processes its prompt (one token asked), then the K requests go together, each pinned
 to its slot and generating ``--parallel-tokens`` tokens (end of text ignored), and the total
-generated tokens per second of the K requests is compared with K = 1.
+generated tokens per second of the K requests is compared with K = 1. With ``--parallel-threads
+1,2`` it runs once per thread count, and the report compares one request's speed on each: where
+generation is bound by memory bandwidth, decoding several sequences together is nearly free and
+more threads do not help; where it is bound by compute, both go the other way.
 
 Usage::
 
     python benchmarks/llm_speed.py [--configs old,new] [--max-tokens 512] [--parallel 1,2,4]
-        [--parallel-tokens 96] [--skip-parallel] [--out benchmarks/results/llm_speed]
+        [--parallel-tokens 96] [--parallel-threads 1,2] [--parallel-engines native]
+        [--skip-parallel] [--out benchmarks/results/llm_speed]
     python benchmarks/llm_speed.py --make-prompts RUN_DIR   # a run's first generate, improve, fix
     python benchmarks/llm_speed.py --markdown-only           # OUT.md again from OUT.json
 
@@ -220,11 +224,12 @@ def part1(prompts: list[dict], configs: list[str], max_tokens: int) -> dict:
     return {"rows": rows, "summary": summary, "same_answer": same, "settings": described}
 
 
-def part2(prompts: list[dict], ks: list[int], tokens: int, engine: str | None = None) -> dict:
+def part2(prompts: list[dict], ks: list[int], tokens: int, engine: str | None = None,
+          threads: int | None = None) -> dict:
     from codeworld.llm.local import LocalServer, ServerSettings, ensure_model_file
 
     slots = max(ks)
-    settings = ServerSettings(slots=slots, engine=engine)
+    settings = ServerSettings(slots=slots, engine=engine, threads=threads)
     server = LocalServer(ensure_model_file(), settings)
     settings = settings.resolved()
     print(f"  {settings}", flush=True)
@@ -256,7 +261,8 @@ def part2(prompts: list[dict], ks: list[int], tokens: int, engine: str | None = 
         server.close()
     for r in results:
         r["ratio_to_k1"] = r["gen_tok_s"] / results[0]["gen_tok_s"]
-    return {"settings": repr(settings), "tokens_per_request": tokens, "results": results}
+    return {"settings": repr(settings), "engine": settings.engine, "threads": settings.threads,
+            "tokens_per_request": tokens, "results": results}
 
 
 def fmt(value, spec=".2f") -> str:
@@ -299,7 +305,28 @@ def markdown(report: dict) -> str:
             lines.append(f"| {r['k']} | {r['wall_s']:.1f} | {r['generated']} | {r['gen_tok_s']:.2f} | "
                          f"{r['ratio_to_k1']:.2f}x | {r['load1']} |")
         lines.append("")
+    lines += _threads_summary(p2 if isinstance(p2, list) else [])
     return "\n".join(lines)
+
+
+def _threads_summary(runs: list[dict]) -> list[str]:
+    """Where part 2 ran one engine on several thread counts: one request's tokens/s on each, which
+    tells whether generation is bound by compute (it grows with the threads) or by memory
+    bandwidth (it does not)."""
+    lines = []
+    by_engine: dict[str, dict[int, float]] = {}
+    for run in runs:
+        if run.get("threads") and run["results"] and run["results"][0]["k"] == 1:
+            by_engine.setdefault(run["engine"], {})[run["threads"]] = run["results"][0]["gen_tok_s"]
+    for engine, speeds in by_engine.items():
+        if len(speeds) < 2:
+            continue
+        low, high = min(speeds), max(speeds)
+        lines += [f"One request on `{engine}`: " + ", ".join(
+            f"{speeds[t]:.2f} tok/s on {t} thread(s)" for t in sorted(speeds)) +
+            f"; {high} threads give {speeds[high] / speeds[low]:.2f}x of {low} (bound by memory "
+            "bandwidth, it would stay near 1x; bound by compute, it grows with the threads).", ""]
+    return lines
 
 
 def make_prompts(run_dir: str) -> None:
@@ -330,6 +357,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--prompts", default=str(PROMPTS))
     parser.add_argument("--parallel", default="1,2,4", help="request counts of part 2")
     parser.add_argument("--parallel-tokens", type=int, default=96, help="tokens per request in part 2")
+    parser.add_argument("--parallel-threads", default="",
+                        help="thread counts of part 2, e.g. 1,2 (default: the new settings' own)")
+    parser.add_argument("--parallel-engines", default="",
+                        help="engines of part 2 (default: xllamacpp, and native where built)")
     parser.add_argument("--skip-parallel", action="store_true")
     parser.add_argument("--skip-replay", action="store_true")
     parser.add_argument("--out", default=str(OUT), help="output path without suffix")
@@ -366,8 +397,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"part 2: K = {ks} requests at once, {args.parallel_tokens} tokens each", flush=True)
         from codeworld.llm.native import native_server_binary
 
-        engines = ["xllamacpp"] + (["native"] if native_server_binary() else [])
-        report["part2"] = [part2(prompts, ks, args.parallel_tokens, engine) for engine in engines]
+        engines = ([e.strip() for e in args.parallel_engines.split(",") if e.strip()] or
+                   ["xllamacpp"] + (["native"] if native_server_binary() else []))
+        threads = [int(t) for t in args.parallel_threads.split(",") if t.strip()] or [None]
+        report["part2"] = [part2(prompts, ks, args.parallel_tokens, engine, n)
+                           for engine in engines for n in threads]
     report["load_end"] = load1()
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".json").write_text(json.dumps(report, indent=1) + "\n")
