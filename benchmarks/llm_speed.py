@@ -35,12 +35,15 @@ to its slot and generating ``--parallel-tokens`` tokens (end of text ignored), a
 generated tokens per second of the K requests is compared with K = 1. With ``--parallel-threads
 1,2`` it runs once per thread count, and the report compares one request's speed on each: where
 generation is bound by memory bandwidth, decoding several sequences together is nearly free and
-more threads do not help; where it is bound by compute, both go the other way.
+more threads do not help; where it is bound by compute, both go the other way. With
+``--parallel-speculation none,ngram-mod`` it runs once per speculation kind (by default several
+slots decode without drafts).
 
 Usage::
 
     python benchmarks/llm_speed.py [--configs old,new] [--max-tokens 512] [--parallel 1,2,4]
         [--parallel-tokens 96] [--parallel-threads 1,2] [--parallel-engines native]
+        [--parallel-speculation none,ngram-mod]
         [--skip-parallel] [--out benchmarks/results/llm_speed]
     python benchmarks/llm_speed.py --make-prompts RUN_DIR   # a run's first generate, improve, fix
     python benchmarks/llm_speed.py --markdown-only           # OUT.md again from OUT.json
@@ -225,11 +228,11 @@ def part1(prompts: list[dict], configs: list[str], max_tokens: int) -> dict:
 
 
 def part2(prompts: list[dict], ks: list[int], tokens: int, engine: str | None = None,
-          threads: int | None = None) -> dict:
+          threads: int | None = None, speculation: str | None = None) -> dict:
     from codeworld.llm.local import LocalServer, ServerSettings, ensure_model_file
 
     slots = max(ks)
-    settings = ServerSettings(slots=slots, engine=engine, threads=threads)
+    settings = ServerSettings(slots=slots, engine=engine, threads=threads, speculation=speculation)
     server = LocalServer(ensure_model_file(), settings)
     settings = settings.resolved()
     print(f"  {settings}", flush=True)
@@ -262,6 +265,7 @@ def part2(prompts: list[dict], ks: list[int], tokens: int, engine: str | None = 
     for r in results:
         r["ratio_to_k1"] = r["gen_tok_s"] / results[0]["gen_tok_s"]
     return {"settings": repr(settings), "engine": settings.engine, "threads": settings.threads,
+            "speculation": settings.speculation,
             "tokens_per_request": tokens, "results": results}
 
 
@@ -317,7 +321,9 @@ def _threads_summary(runs: list[dict]) -> list[str]:
     by_engine: dict[str, dict[int, float]] = {}
     for run in runs:
         if run.get("threads") and run["results"] and run["results"][0]["k"] == 1:
-            by_engine.setdefault(run["engine"], {})[run["threads"]] = run["results"][0]["gen_tok_s"]
+            engine = run["engine"] + (f"`, speculation `{run['speculation']}"
+                                      if run.get("speculation") not in (None, "none") else "")
+            by_engine.setdefault(engine, {})[run["threads"]] = run["results"][0]["gen_tok_s"]
     for engine, speeds in by_engine.items():
         if len(speeds) < 2:
             continue
@@ -359,6 +365,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--parallel-tokens", type=int, default=96, help="tokens per request in part 2")
     parser.add_argument("--parallel-threads", default="",
                         help="thread counts of part 2, e.g. 1,2 (default: the new settings' own)")
+    parser.add_argument("--parallel-speculation", default="",
+                        help="speculation kinds of part 2, e.g. none,ngram-mod (default: the new "
+                             "settings' choice for several slots)")
     parser.add_argument("--parallel-engines", default="",
                         help="engines of part 2 (default: xllamacpp, and native where built)")
     parser.add_argument("--skip-parallel", action="store_true")
@@ -400,8 +409,9 @@ def main(argv: list[str] | None = None) -> int:
         engines = ([e.strip() for e in args.parallel_engines.split(",") if e.strip()] or
                    ["xllamacpp"] + (["native"] if native_server_binary() else []))
         threads = [int(t) for t in args.parallel_threads.split(",") if t.strip()] or [None]
-        report["part2"] = [part2(prompts, ks, args.parallel_tokens, engine, n)
-                           for engine in engines for n in threads]
+        kinds = [k.strip() for k in args.parallel_speculation.split(",") if k.strip()] or [None]
+        report["part2"] = [part2(prompts, ks, args.parallel_tokens, engine, n, kind)
+                           for engine in engines for n in threads for kind in kinds]
     report["load_end"] = load1()
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".json").write_text(json.dumps(report, indent=1) + "\n")
