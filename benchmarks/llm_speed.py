@@ -36,8 +36,8 @@ generated tokens per second of the K requests is compared with K = 1. With ``--p
 1,2`` it runs once per thread count, and the report compares one request's speed on each: where
 generation is bound by memory bandwidth, decoding several sequences together is nearly free and
 more threads do not help; where it is bound by compute, both go the other way. With
-``--parallel-speculation none,ngram-mod`` it runs once per speculation kind (by default several
-slots decode without drafts).
+``--parallel-speculation none,ngram-mod`` it runs once per speculation kind (what the default
+for several slots was chosen by).
 
 Usage::
 

@@ -129,7 +129,7 @@ def test_server_arguments_listen_on_loopback_and_carry_the_settings(tmp_path):
     spread = native.server_arguments(tmp_path / "s", tmp_path / "m.gguf", 1,
                                      local.ServerSettings(threads=2, slots=4, engine="native",
                                                           context=1024).resolved(), None, "a")
-    assert "--spec-type" not in spread and "--no-repack" not in spread
+    assert spread[spread.index("--spec-type") + 1] == "ngram-mod" and "--no-repack" not in spread
     assert spread[spread.index("-c") + 1] == "4096" and spread[spread.index("-np") + 1] == "4"
 
 

@@ -201,19 +201,19 @@ class ServerSettings:
         slots: requests decoded together (continuous batching); concurrent requests beyond
             this wait. Where generation is bound by memory bandwidth, K sequences decoded
             together cost far less than K one after another (on 2 cores it is bound by compute:
-            4 gave 1.06x-1.29x the tokens per second of one, ``benchmarks/llm_speed.py``).
+            4 gave 1.06x-1.29x the tokens per second of one; a second thread gave 1.5x-1.6x,
+            ``benchmarks/llm_speed.py``).
         speculation: ``"ngram-mod"`` drafts only where the text being written repeats a long
             stretch of the prompt or the answer so far (after ``mod_match`` tokens that match
             earlier text, between ``mod_min`` and ``mod_max`` tokens of what followed them: an
             *improve* or *fix* answer mostly repeats the program in its prompt); ``"ngram"``
             drafts ``draft_max`` tokens after any ``ngram_size`` matching ones; ``"draft"``
             drafts with the Qwen2.5-Coder-0.5B-Instruct model (the ``draft`` extra); ``"none"``
-            decodes one token at a time. None (the default): ``"ngram-mod"`` with one slot
-            (measured fastest of the four on the committed prompts), ``"none"`` with several
-            (on a CPU the slots' tokens decoded together already use the compute that checking
-            drafts would need: measured, 4 slots with n-gram drafts made fewer tokens per second
-            than one). The model checks every drafted token, so a greedy answer is the same
-            tokens with or without it, up to the rounding of a batched pass.
+            decodes one token at a time. None (the default): ``"ngram-mod"``, with one slot or
+            several (measured fastest of the four on the committed prompts with one slot, and
+            faster than no drafts with four: ``benchmarks/llm_speed.py --parallel-speculation``).
+            The model checks every drafted token, so a greedy answer is the same tokens with or
+            without it, up to the rounding of a batched pass.
         draft_max: ``"ngram"`` and ``"draft"``: the most tokens drafted ahead at once.
         ngram_size: ``"ngram"``: how many of the last tokens must match earlier text.
         mod_match, mod_min, mod_max: ``"ngram-mod"``: the tokens that must match, and the
@@ -266,7 +266,7 @@ class ServerSettings:
 
     def resolved(self) -> "ServerSettings":
         """These settings with the thread count, the speculation kind and the engine chosen."""
-        speculation = self.speculation or (DEFAULT_SPECULATION if self.slots == 1 else "none")
+        speculation = self.speculation or DEFAULT_SPECULATION
         engine = self.engine or os.environ.get("CODEWORLD_LOCAL_ENGINE") or default_engine()
         if engine not in ENGINES:
             raise ValueError(f"CODEWORLD_LOCAL_ENGINE must be one of {', '.join(ENGINES)}, "
