@@ -91,3 +91,22 @@ def test_bad_arguments_are_reported(tmp_path, capsys):
                  "--out", str(tmp_path / "r2")]) == 2
     assert "unknown LLM backend" in capsys.readouterr().err
     assert main(["show", str(tmp_path / "none")]) == 2
+
+
+def test_show_says_when_the_final_best_score_is_not_the_search_score():
+    from codeworld.commands.show import format_summary
+
+    def summary(final: float) -> dict:
+        return {"run_dir": "r", "method": "gif-mcts", "env_id": "CartPole-v1", "llm": "local",
+                "seed": 0, "status": "finished", "calls": 2, "budget": 2, "accounting": {},
+                "action_mix": {"generate": {"calls": 2, "buggy": 0}},
+                "per_call": [{"call": 1, "action": "generate", "parent": None, "score": 0.5,
+                              "buggy": False, "best": 0.5},
+                             {"call": 2, "action": "generate", "parent": None, "score": 0.903,
+                              "buggy": False, "best": 0.903}],
+                "best": {"call": 2, "score": final, "buggy": False, "path": "r/best_model.py"}}
+
+    # Scored again on the whole buffer (or composed, or fitted) after the search: both are shown.
+    assert "best score 0.9060 (call 2; the search scored it 0.9030): r/best_model.py" in \
+        format_summary(summary(0.906))
+    assert "best score 0.9030 (call 2): r/best_model.py" in format_summary(summary(0.903))

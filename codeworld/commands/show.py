@@ -100,7 +100,14 @@ def format_summary(summary: dict) -> str:
     best = summary["best"]
     if best:
         state = "buggy" if best["buggy"] else f"{best['score']:.4f}"
-        lines.append(f"best score {state} (call {best['call']}): {best['path']}")
+        searched = next((row for row in summary["per_call"] if row["call"] == best["call"]), None)
+        if searched and not best["buggy"] and f"{searched['score']:.4f}" != state:
+            # best_report.json holds the final evaluation (the whole buffer, or the composed or
+            # fitted program); the table below has the score the search gave the call.
+            state += f" (call {best['call']}; the search scored it {searched['score']:.4f})"
+        else:
+            state += f" (call {best['call']})"
+        lines.append(f"best score {state}: {best['path']}")
     mix = ", ".join(f"{a} {c['calls']} ({c['buggy']} buggy)"
                     for a, c in sorted(summary["action_mix"].items()))
     lines.append(f"actions: {mix or 'none'}")
