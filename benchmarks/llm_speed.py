@@ -318,17 +318,16 @@ def _threads_summary(runs: list[dict]) -> list[str]:
     tells whether generation is bound by compute (it grows with the threads) or by memory
     bandwidth (it does not)."""
     lines = []
-    by_engine: dict[str, dict[int, float]] = {}
+    by_server: dict[tuple, dict[int, float]] = {}
     for run in runs:
         if run.get("threads") and run["results"] and run["results"][0]["k"] == 1:
-            engine = run["engine"] + (f"`, speculation `{run['speculation']}"
-                                      if run.get("speculation") not in (None, "none") else "")
-            by_engine.setdefault(engine, {})[run["threads"]] = run["results"][0]["gen_tok_s"]
-    for engine, speeds in by_engine.items():
+            key = (run["engine"], run.get("speculation") or "none")
+            by_server.setdefault(key, {})[run["threads"]] = run["results"][0]["gen_tok_s"]
+    for (engine, speculation), speeds in by_server.items():
         if len(speeds) < 2:
             continue
         low, high = min(speeds), max(speeds)
-        lines += [f"One request on `{engine}`: " + ", ".join(
+        lines += [f"One request on `{engine}`, speculation `{speculation}`: " + ", ".join(
             f"{speeds[t]:.2f} tok/s on {t} thread(s)" for t in sorted(speeds)) +
             f"; {high} threads give {speeds[high] / speeds[low]:.2f}x of {low} (bound by memory "
             "bandwidth, it would stay near 1x; bound by compute, it grows with the threads).", ""]
