@@ -21,13 +21,17 @@ def test_demo_synthesizes_scores_and_plans(tmp_path, capsys):
                  "--max-steps", "15", "--out", str(out)])
     printed = capsys.readouterr().out
     assert code == 0, printed
-    assert "accuracy (sound)" in printed and "accuracy (paper)" in printed
+    for mode in ("sound", "paper"):  # held out and training, each beside its floor
+        assert f"accuracy ({mode}, held-out)" in printed and f"accuracy ({mode}, training)" in printed
+    assert "strict" in printed and "floor" in printed
     assert "normalized return" in printed and str(out) in printed
     result = json.loads((out / "demo.json").read_text())
     # the first program's wrong constant is fitted in the search: a perfect model after one call
     assert result["calls"] == 1 and result["missing"] == []
     assert json.loads((out / "fits" / "0000.json").read_text())["fit"]["accepted"]
     sound = result["score_sound"]
+    assert sound["heldout"] and sound["training"]["score"] == 1.0
+    assert sound["normalized"] == 1.0
     assert sound["model"] == 1.0 and sound["floor"] < sound["model"] and sound["ceiling"] is not None
     paper = result["score_paper"]  # the paper's rule: the true dynamics score as the ceiling
     assert paper["model"] == paper["ceiling"] and paper["floor"] < paper["model"]
@@ -42,7 +46,9 @@ def test_demo_synthesizes_scores_and_plans(tmp_path, capsys):
     assert "TAU = 0.03" not in (out / "best_model.py").read_text()
     spec = json.loads((out / "run.json").read_text())  # the keys of before, and the version
     legacy = json.loads((LEGACY / "demo.run.json").read_text())
-    assert set(spec) == set(legacy) | {"codeworld_version"}
+    assert set(spec) == set(legacy) | {"codeworld_version", "split"}
+    split = spec["split"]  # episodes held out, recorded; none of them in training
+    assert split["heldout_episodes"] and not set(split["heldout_episodes"]) & set(split["train_episodes"])
     assert spec["status"] == "finished" and spec["budget"] == 2 and spec["mode"] == "sound"
 
 

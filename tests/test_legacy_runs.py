@@ -80,6 +80,8 @@ def test_a_legacy_run_replays_without_an_llm_call_and_with_the_same_scores(legac
     assert after.pop("finish") == {**before.pop("finish"), "compose": True}
     # a switch added after the run was made is written as the run had it: off
     assert after["config"].pop("assist") == {**before["config"].pop("assist"), "relations": False}
+    # a run saved before runs were split keeps its whole buffer (so it replays), and says so
+    assert after.pop("split")["heldout_episodes"] == [] and "split" not in before
     assert after == before  # status back to finished; config, created and version kept
 
     from codeworld.scoring import Scorer  # the saved best score is what the scorer gives today

@@ -112,15 +112,15 @@ def synthesize_step(args, env_id: str, out: Path, table: _Table, started: float)
                                      SamplingConfig, synthesize)
     from codeworld.synthesis.config import FinishConfig
     from codeworld.commands.synthesize import progress_printer
-    from codeworld.synthesis.cwmb import make_cwmb_world
+    from codeworld.synthesis.cwmb import make_run_world
 
     spec = get_spec(env_id)
     run_dir = RunDir(out)
     config = GifMctsConfig(sampling=SamplingConfig(**DEMO_SAMPLING))
-    run_dir.begin(RunSpec.new("gif-mcts", config, env_id=spec.env_id, llm=args.llm,
-                              budget=args.budget, seed=args.seed, mode="sound", buffer=None,
-                              timeout_s=PROGRAM_TIMEOUT_S))
-    prompts, evaluator = make_cwmb_world(spec.env_id, assist=config.assist)
+    run_spec = run_dir.begin(RunSpec.new("gif-mcts", config, env_id=spec.env_id, llm=args.llm,
+                                         budget=args.budget, seed=args.seed, mode="sound",
+                                         buffer=None, timeout_s=PROGRAM_TIMEOUT_S))
+    prompts, evaluator = make_run_world(run_dir, run_spec, config.assist)
     if args.llm == "local":
         print("  preparing the embedded model (the first time joins and checks ~1.1 GB)...",
               flush=True)
@@ -183,21 +183,31 @@ def synthesize_step(args, env_id: str, out: Path, table: _Table, started: float)
 
 
 def score_step(env_id: str, result, table: _Table) -> None:
-    """Both scoring modes of the best program, with floor and ceiling."""
+    """Both scoring modes of the best program on the held-out episodes (and the training ones),
+    with floor, ceiling, strict and floor-normalised accuracy."""
     try:
-        from codeworld.scoring import Scorer
+        from codeworld.experiments.cwmb_job import score_program
 
+        split = result.run_dir.spec.split if result.run_dir is not None else None
+        scores = score_program(env_id, result.best_program, timeout_s=2 * PROGRAM_TIMEOUT_S,
+                               split=split)
+        where = "held-out" if scores["heldout"] else "whole buffer"
         for mode in ("sound", "paper"):
-            report = Scorer(env_id, mode=mode).score_source(result.best_program, timeout_s=2 * PROGRAM_TIMEOUT_S)
-            floor = report.floor.score if report.floor else None
-            ceiling = report.ceiling.score if report.ceiling else None
-            status = "" if report.ok else f"  ({report.status}: {report.message})"
-            table.add(f"accuracy ({mode})", f"model {report.score:.4f}   floor {_fmt(floor)}   "
-                                            f"ceiling {_fmt(ceiling)}   strict {report.strict:.4f}"
-                                            + status)
-            table.data[f"score_{mode}"] = {"model": report.score, "floor": floor,
-                                           "ceiling": ceiling, "strict": report.strict,
-                                           "status": report.status}
+            for part, summary in ((where, scores[mode]), ("training", scores["training"][mode])):
+                if part == "training" and not scores["heldout"]:
+                    continue
+                status = "" if summary["status"] == "ok" else (
+                    f"  ({summary['status']}: {summary['message']})")
+                table.add(f"accuracy ({mode}, {part})",
+                          f"model {summary['score']:.4f}   strict {summary['strict']:.4f}   "
+                          f"floor {_fmt(summary['floor'])}   ceiling {_fmt(summary['ceiling'])}   "
+                          f"normalized {_fmt(summary['normalized'])}   "
+                          f"({summary['n_transitions']} transitions)" + status)
+            table.data[f"score_{mode}"] = {
+                "model": scores[mode]["score"], "floor": scores[mode]["floor"],
+                "ceiling": scores[mode]["ceiling"], "strict": scores[mode]["strict"],
+                "normalized": scores[mode]["normalized"], "status": scores[mode]["status"],
+                "heldout": scores["heldout"], "training": scores["training"][mode]}
     except Exception as exc:  # noqa: BLE001 - the demo reports what it could not measure
         traceback.print_exc()
         table.missing.append(f"scoring failed: {type(exc).__name__}: {exc}")

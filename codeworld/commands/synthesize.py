@@ -49,6 +49,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="scoring mode used as the search signal (default sound)")
     parser.add_argument("--buffer", default=None, metavar="FILE.npz|paper",
                         help="replay buffer file, or 'paper' for the paper's buffer (default: the committed one)")
+    parser.add_argument("--heldout", type=_fraction, default=None, metavar="FRACTION",
+                        help="share of the buffer's episodes held out from the search, scored "
+                             "apart (default 0.3; 0 holds nothing out; on --resume, the saved split)")
     parser.add_argument("--timeout", type=float, default=PROGRAM_TIMEOUT_S, metavar="S",
                         help="seconds one program may take over the whole buffer (default 60)")
     parser.add_argument("--time-limit", type=float, default=None, metavar="MIN",
@@ -62,6 +65,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
     add_llm_arguments(parser)
     parser.set_defaults(func=run)
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0.0 <= value < 1.0:
+        raise argparse.ArgumentTypeError(f"must be in [0, 1), not {text}")
+    return value
 
 
 def progress_printer(budget: int, stream=None, started: float | None = None):
@@ -141,7 +154,7 @@ def prepare_run(args: argparse.Namespace):
 def run(args: argparse.Namespace) -> int:
     from codeworld.llm import LLMError, llm_from_args
     from codeworld.synthesis import RunDivergedError, RunStatus, synthesize
-    from codeworld.synthesis.cwmb import make_cwmb_world
+    from codeworld.synthesis.cwmb import make_run_world
 
     try:
         run_dir, spec, method, config = prepare_run(args)
@@ -150,9 +163,8 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         llm = llm_from_args(args, run_dir=str(run_dir.path), slots=getattr(config, "parallel", 1))
-        prompts, evaluator = make_cwmb_world(
-            spec.env_id, buffer=spec.buffer, mode=spec.mode or "sound",
-            timeout_s=PROGRAM_TIMEOUT_S if spec.timeout_s is None else spec.timeout_s, assist=config.assist)
+        prompts, evaluator = make_run_world(run_dir, spec, config.assist,
+                                            heldout_fraction=args.heldout)
     except (ValueError, LLMError, OSError) as exc:
         run_dir.set_status(RunStatus.NOT_STARTED)
         print(f"codeworld synthesize: {exc}", file=sys.stderr)
@@ -197,6 +209,38 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _figures(summary: dict) -> str:
+    def num(key: str) -> str:
+        value = summary.get(key)
+        return "n/a" if value is None else f"{value:.4f}"
+
+    return (f"{num('score')}  strict {num('strict')}  floor {num('floor')}  "
+            f"ceiling {num('ceiling')}  normalized {num('normalized')}")
+
+
+def score_lines(report: dict) -> list[str]:
+    """The best program's training and held-out figures (score, strict, floor, ceiling,
+    floor-normalised), from its evaluation report; empty for a report without them."""
+    from codeworld.scoring.report import normalized_score
+
+    if not report or report.get("score") is None:
+        return []
+    floor, ceiling = report.get("floor") or {}, report.get("ceiling") or {}
+    train = {"score": report["score"], "strict": report.get("strict"),
+             "floor": floor.get("score"), "ceiling": ceiling.get("score"),
+             "normalized": normalized_score(report["score"], floor.get("score"),
+                                            ceiling.get("score"))}
+    lines = [f"  training:      {_figures(train)}  ({report.get('n_transitions')} transitions)"]
+    held = report.get("heldout")
+    if held:
+        lines.append(f"  held-out:      {_figures(held)}  ({held.get('n_transitions')} transitions)")
+    exact = report.get("exact")
+    if exact and not exact.get("exact"):
+        lines.append(f"  not exact:     {exact['wrong']} training transitions off by more than "
+                     f"1e-5 (largest {exact['max_error']:.3g} in {exact['where']})")
+    return lines
+
+
 def summary_text(result) -> str:
     """The closing lines of a run: best score, where the model is, what it cost."""
     acc = result.accounting
@@ -207,6 +251,7 @@ def summary_text(result) -> str:
         ev = result.best_evaluation
         state = "buggy" if ev.buggy else f"score {ev.score:.4f}"
         lines.append(f"best program: call {result.best_call + 1}, {state}")
+        lines.extend(score_lines(ev.report))
     compose = result.finish.get("compose")
     if compose:
         from codeworld.synthesis.finish import compose_verdict

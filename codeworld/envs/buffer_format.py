@@ -97,6 +97,109 @@ class ReplayBuffer:
         return ReplayBuffer(self.env_id, *(getattr(self, k)[:n] for k in CODEWORLD_KEYS),
                             source=self.source, metadata=self.metadata, path=self.path)
 
+    def subset(self, mask: np.ndarray) -> "ReplayBuffer":
+        """The transitions where `mask` is true, in order, with episode starts renumbered."""
+        index = np.flatnonzero(np.asarray(mask, dtype=bool))
+        arrays = {key: getattr(self, key)[index] for key in CODEWORLD_KEYS}
+        renumbered = np.empty(len(index), dtype=np.int64)
+        first: dict[int, int] = {}
+        for k, start in enumerate(self.episode_start[index].tolist()):
+            renumbered[k] = first.setdefault(start, k)
+        arrays["episode_start"] = renumbered
+        return ReplayBuffer(self.env_id, **arrays, source=self.source, metadata=self.metadata,
+                            path=None)
+
+
+# The share of a run's episodes held out from everything that learns from data.
+HELDOUT_FRACTION = 0.3
+
+
+@dataclass(frozen=True)
+class EpisodeSplit:
+    """A buffer's episodes split, with a seed, into training and held-out episodes.
+
+    Episodes are numbered in buffer order from 0. A buffer of one episode is split by position
+    (its last transitions held out), which `by_position` says.
+
+    Attributes:
+        heldout_fraction: the share of episodes held out (0: nothing held out).
+        seed: the seed of the draw.
+        n_episodes: episodes in the buffer.
+        train_episodes, heldout_episodes: the episode numbers of each part, sorted.
+        n_train, n_heldout: transitions in each part.
+        by_position: the buffer had one episode, split by position.
+    """
+
+    heldout_fraction: float
+    seed: int
+    n_episodes: int
+    train_episodes: tuple[int, ...]
+    heldout_episodes: tuple[int, ...]
+    n_train: int
+    n_heldout: int
+    by_position: bool = False
+
+    def to_json(self) -> dict:
+        return {"heldout_fraction": self.heldout_fraction, "seed": self.seed,
+                "n_episodes": self.n_episodes, "train_episodes": list(self.train_episodes),
+                "heldout_episodes": list(self.heldout_episodes), "n_train": self.n_train,
+                "n_heldout": self.n_heldout, "by_position": self.by_position}
+
+    @classmethod
+    def draw(cls, buffer: ReplayBuffer, heldout_fraction: float = HELDOUT_FRACTION,
+             seed: int = 0) -> "EpisodeSplit":
+        """Hold out ``round(heldout_fraction * episodes)`` episodes (at least one, and at least
+        one left for training) drawn with `seed`."""
+        if not 0.0 <= heldout_fraction < 1.0:
+            raise ValueError(f"the held-out fraction must be in [0, 1), not {heldout_fraction}")
+        episodes = int(len(np.unique(buffer.episode_start)))
+        n = len(buffer)
+        if heldout_fraction == 0.0 or n < 2:
+            return cls(heldout_fraction, seed, episodes, tuple(range(episodes)), (), n, 0)
+        if episodes < 2:
+            k = min(n - 1, max(1, int(round(n * heldout_fraction))))
+            return cls(heldout_fraction, seed, episodes, (0,), (0,), n - k, k, by_position=True)
+        k = min(episodes - 1, max(1, int(round(episodes * heldout_fraction))))
+        held = sorted(int(e) for e in np.random.default_rng(seed).permutation(episodes)[:k])
+        train = tuple(e for e in range(episodes) if e not in held)
+        mask = np.isin(cls._episode_of(buffer), held)
+        return cls(heldout_fraction, seed, episodes, train, tuple(held),
+                   int((~mask).sum()), int(mask.sum()))
+
+    @classmethod
+    def from_json(cls, data: dict) -> "EpisodeSplit":
+        return cls(float(data["heldout_fraction"]), int(data["seed"]), int(data["n_episodes"]),
+                   tuple(int(e) for e in data["train_episodes"]),
+                   tuple(int(e) for e in data["heldout_episodes"]), int(data["n_train"]),
+                   int(data["n_heldout"]), bool(data.get("by_position", False)))
+
+    @staticmethod
+    def _episode_of(buffer: ReplayBuffer) -> np.ndarray:
+        return np.unique(buffer.episode_start, return_inverse=True)[1]
+
+    def heldout_mask(self, buffer: ReplayBuffer) -> np.ndarray:
+        """True on the held-out transitions of `buffer` (the buffer the split was drawn on).
+
+        Raises:
+            ValueError: `buffer` does not have the episodes and transitions the split recorded.
+        """
+        n = len(buffer)
+        episode_of = self._episode_of(buffer)
+        episodes = int(episode_of.max()) + 1 if n else 0
+        if episodes != self.n_episodes or n != self.n_train + self.n_heldout:
+            raise ValueError(f"the recorded split is of a buffer with {self.n_episodes} episodes and "
+                             f"{self.n_train + self.n_heldout} transitions, not {episodes} and {n}")
+        if self.by_position:
+            return np.arange(n) >= self.n_train
+        return np.isin(episode_of, self.heldout_episodes)
+
+    def parts(self, buffer: ReplayBuffer) -> tuple[ReplayBuffer, ReplayBuffer | None]:
+        """(training, held-out) buffers; held-out is None when nothing is held out."""
+        if not self.n_heldout:
+            return buffer, None
+        held = self.heldout_mask(buffer)
+        return buffer.subset(~held), buffer.subset(held)
+
 
 def _coerce(env_id: str, arrays: dict[str, Any], where: str) -> dict[str, np.ndarray]:
     """Check shapes, lengths and values; return contiguous arrays of the format's dtypes."""

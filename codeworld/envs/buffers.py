@@ -18,7 +18,9 @@ from codeworld._paths import cache_root, data_dir
 from codeworld.envs.buffer_format import (
     CODEWORLD_KEYS,
     FORMAT,
+    HELDOUT_FRACTION,
     PAPER_KEYS,
+    EpisodeSplit,
     BufferError,
     ReplayBuffer,
     load_buffer,
@@ -34,6 +36,8 @@ __all__ = [
     "BUFFER_DIR",
     "CODEWORLD_KEYS",
     "FORMAT",
+    "HELDOUT_FRACTION",
+    "EpisodeSplit",
     "PAPER",
     "PAPER_BUFFER_DIR",
     "PAPER_KEYS",

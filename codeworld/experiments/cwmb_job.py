@@ -30,6 +30,7 @@ CWMB_JOB_DEFAULTS: dict[str, Any] = {
     "mode": "sound",          # scoring mode used as the search signal
     "buffer": None,           # replay buffer of the search (None: the committed one)
     "timeout_s": PROGRAM_TIMEOUT_S,        # seconds one program may take over the buffer
+    "heldout": None,          # share of episodes held out from the search (None: HELDOUT_FRACTION)
     "overrides": {},          # config fields, e.g. {"ucb_c": 0.2}
     "sampling": {},           # sampling fields, e.g. {"temperature": 0.7, "max_tokens": 1024}
     "plan": True,             # plan with the best program for the normalized return
@@ -72,34 +73,39 @@ def job_config(job: Job, options: dict[str, Any]):
     return method, config_with_overrides(method.config_class(), overrides)
 
 
-def _report_summary(report) -> dict:
-    return {
-        "score": float(report.score),
-        "strict": float(report.strict),
-        "status": report.status,
-        "message": report.message,
-        "components": report.components,
-        "skill": report.skill,
-        "floor": None if report.floor is None else float(report.floor.score),
-        "ceiling": None if report.ceiling is None else float(report.ceiling.score),
-        "n_transitions": int(report.n_transitions),
-        "buffer": report.buffer,
-    }
+def score_program(env_id: str, program: str, buffer: Any = None,
+                  timeout_s: float = PROGRAM_TIMEOUT_S, split: Any = None) -> dict:
+    """Scores of a program in both modes, each with its floor, ceiling and floor-normalised score.
 
+    ``"sound"`` and ``"paper"`` are on the held-out episodes of `split` (the whole buffer when
+    `split` is None or holds nothing out; ``"heldout"`` says which), ``"training"`` has both modes
+    on the training episodes, and ``"paper_on_paper_buffer"`` the paper's rule on the paper's own
+    buffer where it exists (out of sample by construction).
 
-def score_program(env_id: str, program: str, buffer: Any = None, timeout_s: float = PROGRAM_TIMEOUT_S) -> dict:
-    """Scores of a program in both modes on `buffer`, and in paper mode on the paper's buffer."""
-    from codeworld.envs.buffers import PAPER, paper_buffer_path
+    Args:
+        env_id: the environment.
+        program: the model's source.
+        buffer: the run's buffer (None: the environment's default one).
+        timeout_s: wall-clock limit of one scoring pass.
+        split: the run's `EpisodeSplit` or its JSON data.
+    """
+    from codeworld.envs.buffers import PAPER, EpisodeSplit, paper_buffer_path
     from codeworld.scoring import Scorer
 
-    scores = {}
+    whole = Scorer(env_id, buffer, references=False).buffer
+    if isinstance(split, dict):
+        split = EpisodeSplit.from_json(split)
+    train, held = split.parts(whole) if split is not None else (whole, None)
+    scores: dict[str, Any] = {"heldout": held is not None, "training": {}}
     for mode in ("sound", "paper"):
-        scores[mode] = _report_summary(
-            Scorer(env_id, buffer, mode=mode).score_source(program, timeout_s=timeout_s))
+        scores[mode] = Scorer(env_id, held if held is not None else whole, mode=mode).score_source(
+            program, timeout_s=timeout_s).summary()
+        scores["training"][mode] = (scores[mode] if held is None else Scorer(
+            env_id, train, mode=mode).score_source(program, timeout_s=timeout_s).summary())
     scores["paper_on_paper_buffer"] = None
     if paper_buffer_path(env_id).is_file():  # the paper released buffers for 16 of the 18 envs
-        scores["paper_on_paper_buffer"] = _report_summary(
-            Scorer(env_id, PAPER, mode="paper").score_source(program, timeout_s=timeout_s))
+        scores["paper_on_paper_buffer"] = Scorer(env_id, PAPER, mode="paper").score_source(
+            program, timeout_s=timeout_s).summary()
     return scores
 
 
@@ -108,19 +114,19 @@ def run_cwmb_job(job: Job, workdir: str) -> dict:
     from codeworld.envs import get_spec
     from codeworld.llm import make_llm
     from codeworld.synthesis import RunDir, RunSpec, RunStatus, synthesize
-    from codeworld.synthesis.cwmb import make_cwmb_world
+    from codeworld.synthesis.cwmb import make_run_world
 
     started = time.perf_counter()
     options = job_options(job)
     spec = get_spec(job.env_id)
     method, config = job_config(job, options)
     run_dir = RunDir(Path(workdir) / "runs" / job.key)
-    run_dir.begin(RunSpec.new(method.name, config, variant=job.method, env_id=spec.env_id,
-                              llm=job.llm, budget=job.budget, seed=job.seed, mode=options["mode"],
-                              buffer=options["buffer"], timeout_s=options["timeout_s"],
-                              job=job.to_json()))
-    prompts, evaluator = make_cwmb_world(spec.env_id, buffer=options["buffer"], mode=options["mode"],
-                                         timeout_s=options["timeout_s"], assist=config.assist)
+    run_spec = run_dir.begin(RunSpec.new(
+        method.name, config, variant=job.method, env_id=spec.env_id, llm=job.llm,
+        budget=job.budget, seed=job.seed, mode=options["mode"], buffer=options["buffer"],
+        timeout_s=options["timeout_s"], job=job.to_json()))
+    prompts, evaluator = make_run_world(run_dir, run_spec, config.assist,
+                                        heldout_fraction=options["heldout"])
     with make_llm(job.llm, run_dir=str(run_dir.path)) as llm:
         result = synthesize(method.make(config, seed=job.seed), llm=llm, prompts=prompts,
                             evaluator=evaluator, budget=job.budget, run_dir=run_dir,
@@ -152,7 +158,8 @@ def run_cwmb_job(job: Job, workdir: str) -> dict:
         return out
     out["best_search_score"] = (0.0 if result.best_evaluation.buggy
                                 else float(result.best_evaluation.score))
-    out["scores"] = score_program(spec.env_id, program, options["buffer"], options["timeout_s"])
+    out["scores"] = score_program(spec.env_id, program, options["buffer"], options["timeout_s"],
+                                  split=evaluator.split)
     if options["plan"]:
         from codeworld.planning import evaluate
 

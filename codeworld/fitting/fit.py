@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from codeworld.envs.buffers import CODEWORLD_KEYS, ReplayBuffer
+from codeworld.envs.buffers import ReplayBuffer
 from codeworld.fitting.config import FitConfig
 from codeworld.fitting.literals import Literal, find_literals, rewrite_literals
 from codeworld.sandbox import PROGRAM_TIMEOUT_S
@@ -77,20 +77,6 @@ class FitResult:
         return data
 
 
-def subset(buffer: ReplayBuffer, mask: np.ndarray) -> ReplayBuffer:
-    """The transitions of `buffer` where `mask` is true, with episode starts renumbered."""
-    index = np.flatnonzero(mask)
-    arrays = {key: getattr(buffer, key)[index] for key in CODEWORLD_KEYS}
-    starts = buffer.episode_start[index]
-    renumbered = np.empty(len(index), dtype=np.int64)
-    first: dict[int, int] = {}
-    for k, start in enumerate(starts.tolist()):
-        renumbered[k] = first.setdefault(start, k)
-    arrays["episode_start"] = renumbered
-    return ReplayBuffer(buffer.env_id, **arrays, source=buffer.source, metadata=buffer.metadata,
-                        path=None)
-
-
 def split_buffer(buffer: ReplayBuffer, heldout_fraction: float) -> tuple[ReplayBuffer, ReplayBuffer]:
     """(training, held-out): every k-th episode held out, interleaved so both see early and late
     episodes; a buffer of a single episode is split by position (the last transitions held out)."""
@@ -104,7 +90,7 @@ def split_buffer(buffer: ReplayBuffer, heldout_fraction: float) -> tuple[ReplayB
         held = held_episode[episode_of]
     else:
         held = np.arange(n) >= n - max(1, int(round(n * heldout_fraction)))
-    return subset(buffer, ~held), subset(buffer, held)
+    return buffer.subset(~held), buffer.subset(held)
 
 
 def _scorer_like(scorer: Any, buffer: ReplayBuffer):

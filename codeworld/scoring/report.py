@@ -82,6 +82,23 @@ class ScoreReport:
     def ok(self) -> bool:
         return self.status == "ok"
 
+    @property
+    def normalized(self) -> float | None:
+        """The floor-normalised score ``(score - floor) / (ceiling - floor)``: 0 is the do-nothing
+        model, 1 the true simulator (None without both references, or where they tie)."""
+        return normalized_score(self.score, self.floor, self.ceiling)
+
+    def summary(self) -> dict[str, Any]:
+        """The headline figures as JSON-ready data: score, strict, components, floor, ceiling,
+        floor-normalised score, transitions and status."""
+        return _plain({
+            "score": self.score, "strict": self.strict, "components": self.components,
+            "skill": self.skill, "floor": None if self.floor is None else self.floor.score,
+            "floor_strict": None if self.floor is None else self.floor.strict,
+            "ceiling": None if self.ceiling is None else self.ceiling.score,
+            "normalized": self.normalized, "n_transitions": self.n_transitions,
+            "status": self.status, "message": self.message, "buffer": self.buffer})
+
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (numpy values converted)."""
         return _plain(asdict(self))
@@ -103,12 +120,24 @@ class ScoreReport:
         for ref in (self.floor, self.ceiling):
             if ref is not None:
                 lines.append(f"  {ref.name:<11} {ref.score:.4f}   strict {ref.strict:.4f}")
+        if self.normalized is not None:
+            lines.append(f"  normalized  {self.normalized:.4f}  ((score - floor) / (ceiling - floor))")
         if self.ceiling is None and self.floor is not None:
             why = self.extra.get("ceiling_unavailable") or "the simulator cannot be set from an observation"
             lines.append(f"  ceiling     unavailable: {why}")
         if self.first_error:
             lines.append("  first error " + _format_error(self.first_error))
         return "\n".join(lines)
+
+
+def normalized_score(score: float, floor: Any, ceiling: Any) -> float | None:
+    """``(score - floor) / (ceiling - floor)``; `floor` and `ceiling` are numbers or `Reference`s.
+    None without both, or where the ceiling does not beat the floor."""
+    floor = getattr(floor, "score", floor)
+    ceiling = getattr(ceiling, "score", ceiling)
+    if score is None or floor is None or ceiling is None or ceiling - floor <= 1e-12:
+        return None
+    return float((score - floor) / (ceiling - floor))
 
 
 def _format_error(err: dict[str, Any]) -> str:

@@ -161,6 +161,39 @@ def evaluate(buffer: ReplayBuffer, spec: EnvSpec, mode: str, predictions: Predic
                             components, skill)
 
 
+def exactness(buffer: ReplayBuffer, predictions: Predictions) -> dict[str, Any]:
+    """Whether predictions are right within the paper's tolerance (``allclose(rtol=1e-5,
+    atol=1e-5)`` on every next-state dimension and the reward; ``done`` equal to *terminated*)
+    on every transition: the bar for calling a model perfect, tighter than the sound mode's
+    storage-precision tolerances. Also the worst next-state or reward error, to show where a
+    model that passes the sound tolerance is still off.
+
+    Returns:
+        ``{"exact": bool, "wrong": transitions not exact, "max_error": float,
+        "where": "s<j>" or "reward", "index": int}`` (``where``/``index`` of the worst error).
+    """
+    n = len(buffer)
+    k = int(predictions.n_predicted)
+    if n == 0:
+        return {"exact": True, "wrong": 0, "max_error": 0.0, "where": None, "index": None}
+    true = np.column_stack([buffer.next_obs, buffer.rewards])
+    pred = np.column_stack([predictions.next_states, predictions.rewards])
+    with np.errstate(invalid="ignore", over="ignore"):
+        err = np.abs(pred - true)
+        ok = err <= PAPER_STATE_ATOL + PAPER_STATE_RTOL * np.abs(true)
+    ok &= np.isfinite(pred)
+    ok[k:] = False
+    done_ok = np.asarray(predictions.dones, bool) == np.asarray(buffer.terminated, bool)
+    right = ok.all(axis=1) & done_ok
+    right[k:] = False
+    err = np.where(np.isfinite(err), err, np.inf)[:max(k, 1)]
+    flat = int(np.argmax(err)) if k else 0
+    i, j = divmod(flat, true.shape[1])
+    return {"exact": bool(right.all()), "wrong": int((~right).sum()),
+            "max_error": float(err.flat[flat]) if k else float("inf"),
+            "where": "reward" if j == true.shape[1] - 1 else f"s{j}", "index": int(i)}
+
+
 def most_frequent(values, default: float = 0.0) -> float:
     """The most frequent of `values` (the smallest of equally frequent ones), or `default`."""
     values = np.asarray(values, dtype=np.float64).reshape(-1)

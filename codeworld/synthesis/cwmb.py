@@ -97,6 +97,9 @@ class CwmbPrompts:
 SUMMARY_HEAD = "Over all "
 # A score this close to 1 leaves nothing for a constant fit to gain.
 PERFECT = 1.0 - 1e-9
+# The search signal of a program right within the sound tolerances on every training transition
+# but not within the paper's: just under every search's stop-on-perfect bar, so the search goes on.
+NEAR_PERFECT = 1.0 - 1e-5
 
 
 def _is_summary(feedback: str) -> bool:
@@ -126,21 +129,35 @@ class ScorerEvaluator:
     fails either gets their messages as its *fix* feedback. With error summaries on, a healthy
     program's feedback is the summary of its errors over the whole buffer.
 
+    Held out, or it did not happen: `scorer` holds the run's *training* episodes only, and is
+    all the search, the assists, the composition and the fits ever see. A healthy program is also
+    run on the held-out episodes (`heldout`), and that report goes into its record under
+    ``"heldout"`` for the reports alone: no score, feedback or choice reads it.
+
+    A program right on every training transition within the sound tolerances but not within the
+    paper's (`codeworld.scoring.scorer.exactness`) is not perfect: its search signal is
+    `NEAR_PERFECT`, so the search does not stop on it, and its feedback says where it is off.
+
     Args:
-        scorer: the scorer of the environment and buffer (its mode sets the search signal).
+        scorer: the scorer of the environment on the training episodes (its mode sets the
+            search signal).
         timeout_s: wall-clock limit of one program's predictions over the buffer.
         assist: the switches (default: all on).
         names: one name per state component for the error summary (default: ``s0, s1, ...``).
+        heldout: the scorer of the held-out episodes (None: nothing held out).
+        split: the `EpisodeSplit` the two come from (recorded in ``run.json``).
     """
 
     def __init__(self, scorer: Any, timeout_s: float = PROGRAM_TIMEOUT_S, assist: Any = None,
-                 names: tuple[str, ...] | None = None):
+                 names: tuple[str, ...] | None = None, heldout: Any = None, split: Any = None):
         from codeworld.synthesis.config import AssistConfig
 
         self.scorer = scorer
         self.timeout_s = timeout_s
         self.assist = assist or AssistConfig()
         self.names = names
+        self.heldout = heldout
+        self.split = split
 
     def prepare(self, program: str, parent: str = "") -> tuple[str, list[dict]]:
         """The program after its mechanical repairs, and the repairs (empty with checks off).
@@ -206,10 +223,32 @@ class ScorerEvaluator:
                                 + error_feedback(data, program))
                     return ProgramEvaluation(0.0, True, feedback, None, data)
             report, predictions = self.scorer.score_worker(worker, timeout_s=self.timeout_s)
+            held = None
+            if report.ok and self.heldout is not None:
+                held, _ = self.heldout.score_worker(worker, timeout_s=self.timeout_s)
         data = report.to_dict()
         if not report.ok:
             return ProgramEvaluation(0.0, True, error_feedback(data, program), None, data)
+        if held is not None:
+            data["heldout"] = held.summary()
         mispredicted = data.get("first_error")
+        score = float(report.score)
+        if not mispredicted and score >= PERFECT and predictions is not None:
+            from codeworld.scoring.scorer import exactness
+
+            exact = exactness(self.scorer.buffer, predictions)
+            data["exact"] = exact
+            if not exact["exact"]:
+                k = exact["index"]
+                buf = self.scorer.buffer
+                return ProgramEvaluation(NEAR_PERFECT, False, (
+                    f"Every recorded transition is right within the scoring tolerance, but "
+                    f"{exact['wrong']} of {len(buf)} are not exact (within 1e-5): the largest "
+                    f"error is {exact['max_error']:.3g} in {exact['where']}, on step(state="
+                    f"{_values(buf.obs[k])}, action={_values(buf.actions[k])}), whose true next "
+                    f"state is {_values(buf.next_obs[k])} and reward {float(buf.rewards[k]):.6g}. "
+                    "A linear or rounded stand-in for the real formula is close, not right."),
+                    None, data)
         feedback = ""
         if mispredicted and self.assist.error_summary and predictions is not None:
             feedback = self.error_summary(predictions)
@@ -218,7 +257,7 @@ class ScorerEvaluator:
             feedback = (f"transition {mispredicted.get('index')}: state {mispredicted.get('state')}, "
                         f"action {mispredicted.get('action')}: expected {mispredicted.get('expected')}, "
                         f"predicted {mispredicted.get('predicted')}")
-        return ProgramEvaluation(float(report.score), False, feedback, mispredicted, data)
+        return ProgramEvaluation(score, False, feedback, mispredicted, data)
 
     def error_summary(self, predictions: Any) -> str:
         """The summary of a healthy program's errors over the buffer (`summarize_errors`)."""
@@ -240,10 +279,23 @@ class ScorerEvaluator:
             max_tokens=self.assist.summary_tokens, max_examples=self.assist.summary_examples)
 
 
+def _values(row: Any) -> str:
+    from codeworld.llm import format_value
+
+    return format_value([float(v) for v in row]) if len(row) != 1 else format_value(float(row[0]))
+
+
 def make_cwmb_world(env_id: str, *, buffer: Any = None, mode: str = "sound",
                     compile: bool = False, timeout_s: float = PROGRAM_TIMEOUT_S,
-                    assist: Any = None) -> tuple[CwmbPrompts, ScorerEvaluator]:
-    """The prompts and the evaluator for one CWMB environment.
+                    assist: Any = None, split: Any = None,
+                    heldout_fraction: float | None = None,
+                    split_seed: int = 0) -> tuple[CwmbPrompts, ScorerEvaluator]:
+    """The prompts and the evaluator for one CWMB environment, on the training episodes.
+
+    The buffer is split by episode (`codeworld.envs.buffers.EpisodeSplit`): the scaffold, the
+    data section and the search signal are built from the training episodes only; the
+    evaluator also scores each healthy program on the held-out ones, for the reports. The split
+    is ``evaluator.split`` (record it in ``run.json``; pass it back on resume).
 
     Args:
         env_id: codeworld's or the paper's id.
@@ -254,19 +306,52 @@ def make_cwmb_world(env_id: str, *, buffer: Any = None, mode: str = "sound",
         timeout_s: wall-clock limit of one program's predictions.
         assist: the `AssistConfig` of the run (scaffold, checks and repairs, error summary,
             relations; default: all on).
+        split: the recorded `EpisodeSplit` (or its JSON data) of a resumed run; None draws one.
+        heldout_fraction: the share of episodes held out when drawing (default
+            `HELDOUT_FRACTION`; 0 holds nothing out).
+        split_seed: the seed of the draw.
     """
+    from codeworld.envs.buffers import HELDOUT_FRACTION, EpisodeSplit
     from codeworld.envs.descriptions import describe
     from codeworld.scoring import Scorer
     from codeworld.synthesis.config import AssistConfig
     from codeworld.synthesis.scaffold import build_scaffold
 
     assist = assist or AssistConfig()
-    scorer = Scorer(env_id, buffer, mode=mode, compile=compile)
+    whole = Scorer(env_id, buffer, mode=mode, compile=compile, references=False)
+    if split is None:
+        split = EpisodeSplit.draw(whole.buffer, HELDOUT_FRACTION if heldout_fraction is None
+                                  else heldout_fraction, split_seed)
+    elif isinstance(split, dict):
+        split = EpisodeSplit.from_json(split)
+    train, held = split.parts(whole.buffer)
+    scorer = Scorer(whole.spec.env_id, train, mode=mode, compile=compile)
+    heldout = None if held is None else Scorer(whole.spec.env_id, held, mode=mode, compile=compile)
     description = describe(scorer.spec.env_id)
     scaffold = build_scaffold(scorer.spec, description, rewards=scorer.buffer.rewards)
     data = _relations(scorer, scaffold.references) if assist.relations else ""
     prompts = CwmbPrompts(description, scaffold if assist.scaffold else None, data)
-    return prompts, ScorerEvaluator(scorer, timeout_s, assist, scaffold.names)
+    return prompts, ScorerEvaluator(scorer, timeout_s, assist, scaffold.names, heldout, split)
+
+
+def make_run_world(run_dir: Any, spec: Any, assist: Any = None, *,
+                   heldout_fraction: float | None = None,
+                   compile: bool = False) -> tuple[CwmbPrompts, ScorerEvaluator]:
+    """`make_cwmb_world` for the run in `run_dir` (its `RunSpec` is `spec`), with its split
+    recorded in ``run.json``.
+
+    A run's recorded split is kept (a resumed run scores as it did). A run saved before runs
+    were split (calls saved, no split recorded) keeps its whole buffer, so that it replays; a new
+    run draws its split with the run's seed (`heldout_fraction`, default `HELDOUT_FRACTION`).
+    """
+    legacy = spec.split is None and bool(run_dir.load_calls())
+    prompts, evaluator = make_cwmb_world(
+        spec.env_id, buffer=spec.buffer, mode=spec.mode or "sound", compile=compile,
+        timeout_s=PROGRAM_TIMEOUT_S if spec.timeout_s is None else spec.timeout_s,
+        assist=assist, split=spec.split, split_seed=spec.seed,
+        heldout_fraction=0.0 if legacy else heldout_fraction)
+    run_dir.update_spec(split=evaluator.split.to_json())
+    return prompts, evaluator
 
 
 def _relations(scorer: Any, names) -> str:

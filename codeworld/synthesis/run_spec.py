@@ -71,6 +71,8 @@ class RunSpec:
         description_file: the environment description given on the command line, if any.
         finish: the `FinishConfig` switches of the latest session (``fit_constants``,
             ``speed_step``).
+        split: the run's `EpisodeSplit` as JSON data (which episodes are training and which
+            held out); read back on resume, so a resumed run keeps its split.
         extra: keys the spec does not interpret (an APPS problem, an agent rewrite's level and
             reason, keys from other versions), written back as they are.
     """
@@ -91,6 +93,7 @@ class RunSpec:
     codeworld_version: str | None = None
     description_file: str | None = None
     finish: dict | None = None
+    split: dict | None = None
     extra: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
