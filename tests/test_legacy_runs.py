@@ -24,6 +24,7 @@ SHOWN = """\
 {run}: gif-mcts on CartPole-v1 with scripted:/tmp/legacy/s.json, seed 0, finished
 calls 2/2, tokens 0 (prompt 0 + completion 0), LLM 0 s
 best score 0.6686 (call 2): {run}/best_model.py
+whole buffer:  0.6686  strict 0.0000  floor 0.6655  ceiling 1.0000  normalized 0.0092  (568 transitions)
 actions: fix 1 (0 buggy), generate 1 (1 buggy)
 best score per call:
   call  action    parent  score    best
@@ -56,8 +57,9 @@ def test_show_summarizes_a_legacy_run_as_before(legacy_run, capsys):
     assert main(["show", str(legacy_run), "--json", "--no-picture"]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["status"] == "finished" and summary["budget"] == 2 and summary["seed"] == 0
-    assert summary["best"] == {"call": 2, "score": saved_scores(legacy_run)["0001.json"],
-                               "buggy": False, "path": str(legacy_run / "best_model.py")}
+    assert {k: v for k, v in summary["best"].items() if k != "report"} == {
+        "call": 2, "score": saved_scores(legacy_run)["0001.json"], "buggy": False,
+        "path": str(legacy_run / "best_model.py")}
 
 
 def test_a_legacy_run_replays_without_an_llm_call_and_with_the_same_scores(legacy_run, tmp_path, capsys):
@@ -71,7 +73,7 @@ def test_a_legacy_run_replays_without_an_llm_call_and_with_the_same_scores(legac
     assert "call   1/2  generate -> buggy" in printed
     assert "call   2/2  fix      -> 0.6686  best 0.6686" in printed and "(saved)" in printed
     assert "best program: call 2, score 0.6686" in printed
-    assert "calls 2 (0 new, 2 saved, 0 from cache)" in printed
+    assert "calls 2 (0 new, 2 saved, 0 from cache, 0 copies)" in printed
     assert saved_scores(legacy_run) == scores
     assert json.loads((legacy_run / "best_report.json").read_text())["score"] == best["score"]
     after = json.loads((legacy_run / "run.json").read_text())
@@ -79,7 +81,8 @@ def test_a_legacy_run_replays_without_an_llm_call_and_with_the_same_scores(legac
     # the finish switches of this session, which now include the composition
     assert after.pop("finish") == {**before.pop("finish"), "compose": True}
     # a switch added after the run was made is written as the run had it: off
-    assert after["config"].pop("assist") == {**before["config"].pop("assist"), "relations": False}
+    assert after["config"].pop("assist") == {**before["config"].pop("assist"), "relations": False,
+                                             "form_from_data": False, "copies": False}
     # a run saved before runs were split keeps its whole buffer (so it replays), and says so
     assert after.pop("split")["heldout_episodes"] == [] and "split" not in before
     assert after == before  # status back to finished; config, created and version kept
@@ -97,10 +100,11 @@ def test_a_legacy_run_resumes_with_more_budget(legacy_run, tmp_path, capsys):
                  "--budget", "3", "--no-fit", "--no-speed-step"]) == 0
     printed = capsys.readouterr().out
     assert "call   3/3  improve  -> 1.0000  best 1.0000" in printed
-    assert "calls 3 (1 new, 2 saved, 0 from cache)" in printed
+    assert "calls 3 (1 new, 2 saved, 0 from cache, 0 copies)" in printed
     after = json.loads((legacy_run / "run.json").read_text())
     assert after["budget"] == 3 and after["status"] == "finished"
-    assert after["config"]["assist"].pop("relations") is False  # added later: the run had it off
+    for added_later in ("relations", "form_from_data", "copies"):  # the run had them off
+        assert after["config"]["assist"].pop(added_later) is False
     assert {k: after[k] for k in ("method", "env_id", "seed", "config", "created", "codeworld_version")} \
         == {k: before[k] for k in ("method", "env_id", "seed", "config", "created", "codeworld_version")}
     assert main(["show", str(legacy_run), "--no-picture"]) == 0

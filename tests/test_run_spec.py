@@ -100,7 +100,8 @@ def test_synthesize_writes_the_keys_it_wrote_before(tmp_path):
     before = legacy("synthesize")
     assert [k for k in data if k != "split"] == list(before)  # and the held-out split, added since
     assert data["split"]["n_heldout"] > 0 and data["split"]["seed"] == 0
-    assert data["config"]["assist"].pop("relations") is True  # the switch added since
+    for added_since in ("relations", "form_from_data", "copies"):  # the switches added since
+        assert data["config"]["assist"].pop(added_since) is True
     assert {k: data[k] for k in ("method", "env_id", "seed", "mode", "buffer", "timeout_s",
                                  "config", "status")} \
         == {k: before[k] for k in ("method", "env_id", "seed", "mode", "buffer", "timeout_s",

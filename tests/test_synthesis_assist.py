@@ -86,10 +86,25 @@ def test_scaffold_without_a_table_numbers_the_components_and_reads_whole_numbers
 
 
 def test_the_skeleton_starts_the_reward_at_the_most_frequent_recorded_one():
+    # and says it is a default, not the rule (a line that reads as an answer gets copied)
+    assert "    reward = 0.0  # the most frequent recorded reward: write the description's reward rule\n" \
+        in build_scaffold(GREENHOUSE, GREENHOUSE_TEXT, states=np.zeros((1, 3))).skeleton()
     assert "    reward = 0.0\n" in build_scaffold(GREENHOUSE, GREENHOUSE_TEXT).skeleton()
     rewards = np.array([1.0, 1.0, -0.5, 1.0, 0.0], dtype=np.float32)
     scaffold = build_scaffold(GREENHOUSE, GREENHOUSE_TEXT, rewards=rewards)
     assert scaffold.reward_default == 1.0 and "    reward = 1.0\n" in scaffold.skeleton()
+
+
+def test_a_component_whose_recorded_values_are_whole_numbers_is_read_as_an_int():
+    # floats by the env's dtype and tolerances, but the third component only ever holds 0..23
+    states = np.array([[20.5, 30.5, 0.0], [21.25, 31.0, 1.0], [19.0, 29.75, 23.0]])
+    scaffold = build_scaffold(GREENHOUSE, GREENHOUSE_TEXT, states=states)
+    assert scaffold.whole == (False, False, True)
+    head = scaffold.head()
+    assert "    air_temperature = float(state[0])\n" in head
+    assert "    hours_day = int(state[2])\n" in head  # usable as an index: no TypeError
+    assert "- state[2]: hours_day  [int]" in scaffold.state_text()
+    assert "[int]" not in build_scaffold(GREENHOUSE, GREENHOUSE_TEXT).state_text()
     ast.parse(scaffold.skeleton())
 
 

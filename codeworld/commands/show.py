@@ -64,15 +64,20 @@ def summarize(run_path: Path) -> dict:
     tree = run_dir.read_json("tree.json") if (run_path / "tree.json").is_file() else {}
     accounting = run_dir.read_json("accounting.json") if (run_path / "accounting.json").is_file() else {}
     nodes = tree_nodes(tree)
+    reports = run_dir.program_reports()
     best_so_far = float("-inf")
     per_call = []
     mix: dict[str, dict[str, int]] = {}
     for node in nodes:
         score = 0.0 if node["buggy"] else float(node["score"])
         best_so_far = max(best_so_far, score)
+        held = ((reports.get(node["call"]) or {}).get("report") or {}).get("heldout") or {}
         per_call.append({"call": node["call"] + 1, "action": node["action"],
                          "parent": node["parent_call"] + 1 if node["parent_call"] >= 0 else None,
-                         "score": score, "buggy": node["buggy"], "best": best_so_far})
+                         "score": score, "buggy": node["buggy"], "best": best_so_far,
+                         "heldout": held.get("score"),
+                         "duplicate_of": (reports.get(node["call"]) or {}).get(
+                             "report", {}).get("duplicate_of")})
         counts = mix.setdefault(node["action"], {"calls": 0, "buggy": 0})
         counts["calls"] += 1
         counts["buggy"] += int(node["buggy"])
@@ -85,7 +90,9 @@ def summarize(run_path: Path) -> dict:
         "action_mix": mix, "accounting": accounting,
         "best": None if best is None else {
             "call": best["call"] + 1, "score": 0.0 if best["buggy"] else best["score"],
-            "buggy": best["buggy"], "path": str(run_path / "best_model.py")},
+            "buggy": best["buggy"], "path": str(run_path / "best_model.py"),
+            "report": best.get("report") or {}},
+        "split": spec.split,
     }
 
 
@@ -108,15 +115,28 @@ def format_summary(summary: dict) -> str:
         else:
             state += f" (call {best['call']})"
         lines.append(f"best score {state}: {best['path']}")
+        from codeworld.commands.synthesize import score_lines
+
+        lines.extend(line[2:] for line in score_lines(best.get("report") or {}))
+    split = summary.get("split")
+    if split and split.get("n_heldout"):
+        lines.append(f"held out: episodes {', '.join(str(e) for e in split['heldout_episodes'])} "
+                     f"of {split['n_episodes']} ({split['n_heldout']} transitions, never shown "
+                     f"to the search; seed {split['seed']})")
     mix = ", ".join(f"{a} {c['calls']} ({c['buggy']} buggy)"
                     for a, c in sorted(summary["action_mix"].items()))
     lines.append(f"actions: {mix or 'none'}")
     lines.append("best score per call:")
-    lines.append("  call  action    parent  score    best")
+    heldout = any(row.get("heldout") is not None for row in summary["per_call"])
+    lines.append("  call  action    parent  score    best" + ("     held-out" if heldout else ""))
     for row in summary["per_call"]:
         parent = "root" if row["parent"] is None else str(row["parent"])
         score = "buggy " if row["buggy"] else f"{row['score']:.4f}"
-        lines.append(f"  {row['call']:>4}  {row['action']:<8}  {parent:>6}  {score:<7}  {row['best']:.4f}")
+        held = "" if row.get("heldout") is None else f"{row['heldout']:.4f}"
+        if row.get("duplicate_of") is not None:
+            held += f"  (a copy of {row['duplicate_of']})"
+        lines.append(f"  {row['call']:>4}  {row['action']:<8}  {parent:>6}  {score:<7}  "
+                     f"{row['best']:.4f}   {held}".rstrip())
     return "\n".join(lines)
 
 

@@ -85,6 +85,8 @@ def progress_printer(budget: int, stream=None, started: float | None = None):
     def show(event: dict) -> None:
         status = "buggy" if event["buggy"] else f"{event['score']:.4f}"
         tag = " (saved)" if event["replayed"] else ""
+        if event.get("duplicate_of") is not None:
+            tag += f"  (a copy of {'the skeleton' if event['duplicate_of'] == 'skeleton' else 'call ' + str(event['duplicate_of'])})"
         if event.get("fitted_from") is not None:
             tag += f"  (constants fitted: {event['fitted_from']:.4f} before)"
         print(f"  call {event['call'] + 1:>3}/{budget}  {event['action']:<8} -> {status:<7}"
@@ -230,8 +232,9 @@ def score_lines(report: dict) -> list[str]:
              "floor": floor.get("score"), "ceiling": ceiling.get("score"),
              "normalized": normalized_score(report["score"], floor.get("score"),
                                             ceiling.get("score"))}
-    lines = [f"  training:      {_figures(train)}  ({report.get('n_transitions')} transitions)"]
     held = report.get("heldout")
+    part = "training:     " if held else "whole buffer: "
+    lines = [f"  {part} {_figures(train)}  ({report.get('n_transitions')} transitions)"]
     if held:
         lines.append(f"  held-out:      {_figures(held)}  ({held.get('n_transitions')} transitions)")
     exact = report.get("exact")
@@ -276,6 +279,6 @@ def summary_text(result) -> str:
         lines.append(f"  best model:    {result.run_dir.path / 'best_model.py'}")
         lines.append(f"  run directory: {result.run_dir.path}")
     lines.append(f"  calls {acc.calls} ({acc.new_calls} new, {acc.replayed_calls} saved, "
-                 f"{acc.cached_calls} from cache), tokens {acc.tokens:,}, "
+                 f"{acc.cached_calls} from cache, {acc.duplicates} copies), tokens {acc.tokens:,}, "
                  f"{acc.wall_seconds / 60:.1f} min")
     return "\n".join(lines)

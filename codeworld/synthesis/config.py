@@ -56,6 +56,11 @@ class AssistConfig:
             least-squares fit of its change that is right on most transitions or explains most
             of the change, and the recorded rewards and episode ends with an example of each
             rare one (`codeworld.synthesis.relations`).
+        form_from_data: the scaffold reads a component whose recorded values are all whole
+            numbers as an int, and its reward line says the recorded default is not the rule.
+        copies: a program equal (up to comments and layout) to the skeleton or to an earlier
+            call's program is recognised as a copy: recorded as one, not scored again, not
+            expanded again by the search (`codeworld.synthesis.runner.normalized`).
     """
 
     scaffold: bool = True
@@ -67,9 +72,12 @@ class AssistConfig:
     fit_constants: bool = True
     fit_seconds: float = 15.0
     relations: bool = True
+    form_from_data: bool = True
+    copies: bool = True
 
     # What a saved config without these (older) fields was made with.
-    ABSENT_IN_OLDER_RUNS: ClassVar[dict] = {"relations": False}
+    ABSENT_IN_OLDER_RUNS: ClassVar[dict] = {"relations": False, "form_from_data": False,
+                                            "copies": False}
 
     def __post_init__(self) -> None:
         if self.fit_seconds <= 0:

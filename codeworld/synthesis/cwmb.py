@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from codeworld.sandbox import PROGRAM_TIMEOUT_S
 from codeworld.synthesis.types import FIX, GENERATE, IMPROVE, ProgramEvaluation, Request
 
@@ -158,6 +160,8 @@ class ScorerEvaluator:
         self.names = names
         self.heldout = heldout
         self.split = split
+        self.skeleton: str | None = None
+        self.detect_copies = False
 
     def prepare(self, program: str, parent: str = "") -> tuple[str, list[dict]]:
         """The program after its mechanical repairs, and the repairs (empty with checks off).
@@ -328,10 +332,17 @@ def make_cwmb_world(env_id: str, *, buffer: Any = None, mode: str = "sound",
     scorer = Scorer(whole.spec.env_id, train, mode=mode, compile=compile)
     heldout = None if held is None else Scorer(whole.spec.env_id, held, mode=mode, compile=compile)
     description = describe(scorer.spec.env_id)
-    scaffold = build_scaffold(scorer.spec, description, rewards=scorer.buffer.rewards)
+    buf = scorer.buffer
+    scaffold = build_scaffold(scorer.spec, description, rewards=buf.rewards,
+                              states=np.concatenate([buf.obs, buf.next_obs])
+                              if assist.form_from_data else None)
     data = _relations(scorer, scaffold.references) if assist.relations else ""
     prompts = CwmbPrompts(description, scaffold if assist.scaffold else None, data)
-    return prompts, ScorerEvaluator(scorer, timeout_s, assist, scaffold.names, heldout, split)
+    evaluator = ScorerEvaluator(scorer, timeout_s, assist, scaffold.names, heldout, split)
+    # an answer that hands the skeleton back is recognised as a copy (the runner's `normalized`)
+    evaluator.skeleton = scaffold.skeleton() if assist.scaffold else None
+    evaluator.detect_copies = assist.copies
+    return prompts, evaluator
 
 
 def make_run_world(run_dir: Any, spec: Any, assist: Any = None, *,

@@ -62,12 +62,14 @@ class Node:
     mispredicted: dict | None = None
     failed_fixes: int = 0
     children: list[int] = field(default_factory=list)
+    duplicate: bool = False
 
     def to_json(self) -> dict:
         return {
             "id": self.id, "parent": self.parent, "action": self.action, "depth": self.depth,
             "prefix_lines": self.prefix_lines, "pending": self.pending, "score": self.score,
             "buggy": self.buggy, "failed_fixes": self.failed_fixes, "children": list(self.children),
+            **({"duplicate": True} if self.duplicate else {}),
         }
 
 
@@ -191,8 +193,8 @@ class GifMcts:
         """The unexpanded actions a node offers now."""
         node = self.nodes[node_id]
         cfg = self.config
-        if node.pending or self.is_dead(node_id):
-            return []
+        if node.pending or self.is_dead(node_id) or node.duplicate:
+            return []  # a copy's expansions would repeat those of the program it copies
         if node_id == 0:
             has_child = bool(node.children)
             return [GENERATE] if (cfg.allow_generate or not has_child) else []
@@ -295,6 +297,7 @@ class GifMcts:
         node.score = 0.0 if node.buggy else float(evaluation.score)
         node.feedback = evaluation.feedback
         node.mispredicted = evaluation.mispredicted
+        node.duplicate = evaluation.report.get("duplicate_of") is not None
         parent = self.nodes[node.parent]
         if node.buggy and node.action == FIX and parent.buggy:
             node.failed_fixes = parent.failed_fixes + 1

@@ -257,7 +257,8 @@ def find_done_rule(next_obs, actions, terminated, names, *, discrete: bool, n_ac
 
     The rule is an "or" of at most `max_terms` conditions, each on one component of the new
     state (``new x == v`` for whole numbers, ``new x > t``, ``new x < t`` or ``abs(new x) > t``)
-    or on the action (``action == a``), chosen greedily (the first of equally good ones): each condition is false on every transition that does not end the
+    or on the action (``action == a``), chosen greedily (the first of equally good ones, a
+    bound on a magnitude before a one-sided bound): each condition is false on every transition that does not end the
     episode, and covers as many of the remaining ends as it can; its threshold lies halfway
     between the values of the two kinds of transition.
     """
@@ -272,7 +273,9 @@ def find_done_rule(next_obs, actions, terminated, names, *, discrete: bool, n_ac
             for v in np.unique(f[ends]):
                 if not (f[~ends] == v).any():
                     conds.append((f"new {name} == {_number(float(v))}", f == v))
-        for kind, f in (("", nxt[:, j]), ("abs", np.abs(nxt[:, j]))):
+        # a bound on the magnitude first: where it is as consistent as a one-sided bound (the
+        # data saw ends on one side only), it is the one that also predicts the other side
+        for kind, f in (("abs", np.abs(nxt[:, j])), ("", nxt[:, j])):
             if kind == "abs" and nxt[:, j].min() >= 0:
                 continue
             label = f"abs(new {name})" if kind else f"new {name}"

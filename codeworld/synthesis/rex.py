@@ -32,10 +32,12 @@ class PoolEntry:
     feedback: str
     mispredicted: dict | None = None
     refined: int = 0
+    duplicate: bool = False
 
     def to_json(self) -> dict:
         return {"call": self.call, "parent": self.parent, "action": self.action,
-                "score": self.score, "buggy": self.buggy, "refined": self.refined}
+                "score": self.score, "buggy": self.buggy, "refined": self.refined,
+                **({"duplicate": True} if self.duplicate else {})}
 
 
 class _PoolSearch:
@@ -66,7 +68,8 @@ class _PoolSearch:
                                    else request.program,
                                    score=score, buggy=buggy,
                                    feedback=evaluation.feedback,
-                                   mispredicted=evaluation.mispredicted))
+                                   mispredicted=evaluation.mispredicted,
+                                   duplicate=evaluation.report.get("duplicate_of") is not None))
         if self._stops_on_perfect() and not buggy and score >= 1.0 - self.perfect_tolerance:
             self.stopped_perfect = True
 
@@ -115,9 +118,11 @@ class Rex(_PoolSearch):
                 request = Request(call=self.calls, action=GENERATE, parent=-1)
                 draws: list[float] = []
             else:
-                params = [self.beta_parameters(e) for e in self.pool]
+                # a copy is not refined again while an original is in the pool
+                pool = [e for e in self.pool if not e.duplicate] or self.pool
+                params = [self.beta_parameters(e) for e in pool]
                 draws = [float(self.rng.beta(a, b)) for a, b in params]
-                entry = self.pool[int(np.argmax(draws))]
+                entry = pool[int(np.argmax(draws))]
                 entry.refined += 1
                 request = Request(call=self.calls, action=FIX if entry.buggy else IMPROVE,
                                   parent=entry.call, program=entry.program,

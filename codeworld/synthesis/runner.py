@@ -28,6 +28,25 @@ NO_CODE_FEEDBACK = ("The answer contained no Python program to run: answer with 
                     "corrected program in one ```python code block.")
 
 
+def normalized(program: str | None) -> str | None:
+    """A program's form with comments, blank lines and layout left out (its AST), so that two
+    programs equal up to those compare equal; None for one that does not parse."""
+    import ast
+
+    if program is None:
+        return None
+    try:
+        return ast.dump(ast.parse(program))
+    except (SyntaxError, ValueError):
+        return None
+
+
+def copy_feedback(of: str) -> str:
+    """What a copy's record says: it changes nothing, so it tells nothing new."""
+    return (f"This program is the same as {of}: it changes nothing, so it predicts what that "
+            "one did. Change what that program gets wrong.")
+
+
 class RunDivergedError(RuntimeError):
     """A resumed run would send a different prompt than the saved call it replays."""
 
@@ -51,6 +70,9 @@ class SearchAccounting:
             `codeworld.synthesis.repairs`), replayed calls included.
         fits: programs replaced in the search by their constants fitted to the data (no LLM
             call; see `AssistConfig.fit_constants`), replayed calls included.
+        duplicates: programs equal (up to comments and layout) to the skeleton the prompts
+            start from or to a program of an earlier call: not scored again, and not expanded
+            by the search (see `normalized`).
     """
 
     calls: int = 0
@@ -65,6 +87,7 @@ class SearchAccounting:
     stopped_by_time_limit: bool = False
     repairs: int = 0
     fits: int = 0
+    duplicates: int = 0
 
     @property
     def tokens(self) -> int:
@@ -159,6 +182,12 @@ def synthesize(search: Search, *, llm: ChatModel | None, prompts: PromptBuilder,
     programs: list[tuple[int, str, float]] = []
     lock = threading.Lock()
     best_score = [float("-inf")]
+    # normalized program -> (call that wrote it, its evaluation); the skeleton as call None
+    seen: dict[str, tuple[int | None, ProgramEvaluation | None]] = {}
+    detect_copies = bool(getattr(evaluator, "detect_copies", False))
+    skeleton = normalized(getattr(evaluator, "skeleton", None)) if detect_copies else None
+    if skeleton is not None:
+        seen[skeleton] = (None, None)
 
     def sampling_kwargs(call: int) -> dict:
         kwargs = {"temperature": sampling.temperature, "max_tokens": sampling.max_tokens}
@@ -212,6 +241,18 @@ def synthesize(search: Search, *, llm: ChatModel | None, prompts: PromptBuilder,
             program = fitted
             with lock:
                 accounting.fits += 1
+        key = normalized(program) if detect_copies else None
+        with lock:
+            copied = seen.get(key) if key is not None else None
+        if evaluation is None and copied is not None and copied[1] is not None:
+            # a copy of an earlier call's program: its evaluation, not a new scoring pass
+            call, earlier = copied
+            evaluation = ProgramEvaluation(earlier.score, earlier.buggy,
+                                           copy_feedback(f"the program of call {call + 1}"),
+                                           earlier.mispredicted,
+                                           {**earlier.report, "duplicate_of": call + 1})
+            if run_dir is not None:
+                run_dir.save_program(request.call, program, evaluation)
         if evaluation is None:
             t0 = time.perf_counter()
             if program is None:
@@ -233,8 +274,18 @@ def synthesize(search: Search, *, llm: ChatModel | None, prompts: PromptBuilder,
                     program = fitted
             with lock:
                 accounting.eval_seconds += time.perf_counter() - t0
+            if copied is not None and copied[0] is None:  # the skeleton, as it was given
+                evaluation = ProgramEvaluation(
+                    evaluation.score, evaluation.buggy,
+                    copy_feedback("the skeleton the prompt gave") + "\n\n" + evaluation.feedback,
+                    evaluation.mispredicted, {**evaluation.report, "duplicate_of": "skeleton"})
             if run_dir is not None:
                 run_dir.save_program(request.call, program, evaluation)
+        with lock:
+            if evaluation.report.get("duplicate_of") is not None:
+                accounting.duplicates += 1
+            if key is not None and (key not in seen or seen[key][1] is None):
+                seen[key] = (request.call, evaluation)
         return Outcome(program, evaluation)
 
     def save() -> None:
@@ -271,6 +322,7 @@ def synthesize(search: Search, *, llm: ChatModel | None, prompts: PromptBuilder,
                 event = {"call": request.call, "action": request.action, "score": score,
                          "buggy": ev.buggy, "best": best_score[0], "budget": budget,
                          "tokens": accounting.tokens, "replayed": request.call in recorded,
+                         "duplicate_of": ev.report.get("duplicate_of"),
                          "fitted_from": (ev.report.get("fitted") or {}).get("score_before")}
                 history.append(event)
                 if progress is not None:

@@ -54,6 +54,9 @@ class Scaffold:
         max_unpacked: at most this many components are unpacked one per line in the skeleton.
         reward_default: the reward the skeleton starts from: the most frequent reward of the
             recorded data when the scaffold is built with it, else 0.0.
+        whole: per component, whether every recorded value of it is a whole number (read with
+            ``int`` whatever the env's dtype); None when built without states. A scaffold built
+            with them also marks the skeleton's reward line as the recorded default.
     """
 
     names: tuple[str, ...]
@@ -67,6 +70,12 @@ class Scaffold:
     named_from: str
     max_unpacked: int = 32
     reward_default: float = 0.0
+    whole: tuple[bool, ...] | None = None
+
+    def is_int(self, i: int) -> bool:
+        """Whether component `i` is read as an int: the env stores whole numbers, or every
+        recorded value of it is one."""
+        return self.integer or (self.whole is not None and self.whole[i])
 
     @property
     def state_dim(self) -> int:
@@ -90,14 +99,17 @@ class Scaffold:
     def state_text(self) -> str:
         """The state's components as a list: index, variable name, and the description's label."""
         n = self.state_dim
-        kind = "whole numbers stored as floats" if self.integer else "floats"
+        ints = [self.is_int(i) for i in range(n)]
+        kind = ("whole numbers stored as floats" if all(ints) else "floats" if not any(ints)
+                else "floats; those marked int hold whole numbers in the recorded data")
         lines = [f"`state` is a 1-D float64 numpy array of exactly {n} number"
                  f"{'s' if n != 1 else ''} ({kind}):"]
         shown = self.names if n <= self.max_unpacked else self.names[:self.max_unpacked]
+        mixed = any(ints) and not all(ints)
         for i, name in enumerate(shown):
             label = self.labels[i]
             extra = f"  ({label})" if label and _identifier(label) != name else ""
-            lines.append(f"- state[{i}]: {name}{extra}")
+            lines.append(f"- state[{i}]: {name}{extra}" + ("  [int]" if mixed and ints[i] else ""))
         if len(shown) < n:
             lines.append(f"- ... state[{len(shown)}] to state[{n - 1}]: {self.names[len(shown)]} "
                          f"to {self.names[-1]}")
@@ -111,9 +123,9 @@ class Scaffold:
         """The first lines of the skeleton: imports, ``def step``, the state read into names."""
         lines = ["import math", "", "import numpy as np", "", "", "def step(state, action):"]
         n = self.state_dim
-        cast = "int" if self.integer else "float"
         if n <= self.max_unpacked:
-            lines += [f"    {name} = {cast}(state[{i}])" for i, name in enumerate(self.names)]
+            lines += [f"    {name} = {'int' if self.is_int(i) else 'float'}(state[{i}])"
+                      for i, name in enumerate(self.names)]
         else:
             lines.append(f"    s = np.array(state, dtype=np.float64)  # {n} numbers: s[0] .. s[{n - 1}]")
         if self.discrete:
@@ -141,7 +153,9 @@ class Scaffold:
         what = "the new values of the names above" if n <= self.max_unpacked else "the new s"
         return (self.head()
                 + f"    # ... compute {what}, `reward` and `done` here ...\n"
-                + f"    reward = {self.reward_default!r}\n"
+                + f"    reward = {self.reward_default!r}"
+                + ("  # the most frequent recorded reward: write the description's reward rule\n"
+                   if self.whole is not None else "\n")
                 + "    done = False\n"
                 + self.tail())
 
@@ -153,7 +167,8 @@ class Scaffold:
                 f"```python\n{self.skeleton()}```")
 
 
-def build_scaffold(spec, description: str = "", max_unpacked: int = 32, rewards=None) -> Scaffold:
+def build_scaffold(spec, description: str = "", max_unpacked: int = 32, rewards=None,
+                   states=None) -> Scaffold:
     """The scaffold of an environment from its spec and description (see the module docstring).
 
     Args:
@@ -163,6 +178,8 @@ def build_scaffold(spec, description: str = "", max_unpacked: int = 32, rewards=
         max_unpacked: states longer than this are not unpacked one name per line.
         rewards: the recorded rewards, if any: the skeleton's reward starts as the most frequent
             of them (a program that leaves it alone is then right wherever the data is typical).
+        states: the recorded states (and next states), rows of components, if any: a
+            component whose values are all whole numbers is read as an int.
     """
     n = int(spec.obs_dim)
     labels = component_labels(description, n)
@@ -182,9 +199,17 @@ def build_scaffold(spec, description: str = "", max_unpacked: int = 32, rewards=
         from codeworld.scoring.scorer import most_frequent
 
         reward_default = most_frequent(rewards)
+    whole = None
+    if states is not None:
+        import numpy as np
+
+        values = np.asarray(states, dtype=np.float64).reshape(-1, n)
+        if len(values):
+            whole = tuple(bool(v) for v in (np.isfinite(values).all(axis=0)
+                                            & (values == np.round(values)).all(axis=0)))
     return Scaffold(tuple(names), tuple(labels), integer, discrete, int(spec.n_actions),
                     int(spec.action_dim), float(low), float(high), named_from, max_unpacked,
-                    reward_default)
+                    reward_default, whole)
 
 
 # ------------------------------------------------------------------------------------ tables
