@@ -247,11 +247,12 @@ def job_metrics(record: dict) -> dict | None:
     result = record["result"]
     scores = result.get("scores") or {}
 
-    def score(key: str) -> float | None:
-        entry = scores.get(key)
+    def score(key: str, field: str = "score", part: dict | None = None) -> float | None:
+        entry = (scores if part is None else part).get(key)
         if entry is None:
-            return 0.0 if not scores else None
-        return float(entry["score"])
+            return 0.0 if not scores and field == "score" else None
+        value = entry.get(field)
+        return None if value is None else float(value)
 
     planning = result.get("planning") or {}
     return {
@@ -261,6 +262,16 @@ def job_metrics(record: dict) -> dict | None:
         "accuracy_sound": score("sound"),
         "accuracy_paper": score("paper"),
         "accuracy_paper_buffer": score("paper_on_paper_buffer") if scores else None,
+        # the headline accuracies are held out when the run split its buffer (`heldout`)
+        "heldout": bool(scores.get("heldout")),
+        "accuracy_training": score("sound", part=scores.get("training") or {}),
+        "strict_sound": score("sound", "strict"),
+        "floor_sound": score("sound", "floor"),
+        "ceiling_sound": score("sound", "ceiling"),
+        "normalized_sound": score("sound", "normalized"),
+        "floor_paper_buffer": score("paper_on_paper_buffer", "floor"),
+        "normalized_paper_buffer": score("paper_on_paper_buffer", "normalized"),
+        "duplicates": (result.get("accounting") or {}).get("duplicates"),
         "normalized_return": planning.get("normalized_return"),
         "return_note": planning.get("normalized_note") if planning else result.get("note"),
         "calls": result.get("calls"),
@@ -271,6 +282,12 @@ def job_metrics(record: dict) -> dict | None:
         "outcomes": job_outcomes(result),
         "speed": ((result.get("finish") or {}).get("speed") or None),
     }
+
+
+# Held-out reporting: the training score beside the held-out one, strict accuracy, the floor and
+# the floor-normalised accuracy (sound rule), and the same floor figures on the paper's buffers.
+EXTRA_KEYS = ("accuracy_training", "strict_sound", "floor_sound", "normalized_sound",
+              "floor_paper_buffer", "normalized_paper_buffer", "duplicates")
 
 
 def job_outcomes(result: dict) -> list[str]:
@@ -299,7 +316,8 @@ def aggregate(records: list[dict], envs: list[str], methods: list[str]) -> dict:
                            "failed": sum(1 for r in failed if r["job"]["method"] == method
                                          and get_spec(r["job"]["env_id"]).env_id == env)}
             for key in ("accuracy_sound", "accuracy_paper", "accuracy_paper_buffer",
-                        "normalized_return", "calls", "cached_calls", "tokens", "seconds"):
+                        "normalized_return", "calls", "cached_calls", "tokens", "seconds",
+                        *EXTRA_KEYS):
                 values = [float(r[key]) for r in rows if r[key] is not None]
                 entry[key] = _mean(values)
                 entry[f"{key}_stderr"] = _stderr(values)
@@ -320,8 +338,9 @@ def aggregate(records: list[dict], envs: list[str], methods: list[str]) -> dict:
             names = [e for e in envs if group_of(e) == group]
             done = [per_env[method][e] for e in names if per_env[method][e]["seeds"]]
             entry = {"envs": len(done), "of": len(names)}
-            for key in ("accuracy_sound", "accuracy_paper", "accuracy_paper_buffer", "normalized_return"):
-                values = [d[key] for d in done if d[key] is not None]
+            for key in ("accuracy_sound", "accuracy_paper", "accuracy_paper_buffer",
+                        "normalized_return", *EXTRA_KEYS):
+                values = [d[key] for d in done if d.get(key) is not None]
                 entry[key] = _mean(values)
                 entry[f"{key}_envs"] = len(values)
             curves = [d["best_by_call"] for d in done if d["best_by_call"]]
@@ -388,9 +407,12 @@ def markdown(summary: dict, meta: dict, paper: dict) -> str:
              f"Jobs: {summary['finished']} finished, {summary['failed']} failed. Measured "
              f"{meta['finished_at']} on {meta['machine']}.", "",
              "## Group means", "",
-             "| method | group | envs | accuracy (sound) | accuracy (paper rule) | accuracy (paper rule, paper's buffers) "
-             "| normalized return (envs) |" + "".join(f" paper, {run}: accuracy / return |" for run in group_runs),
-             "|---|---|---:|---:|---:|---:|---:|" + "---:|" * len(group_runs)]
+             "| method | group | envs | accuracy (sound, held-out) | training | strict | floor "
+             "| floor-normalised | accuracy (paper rule, held-out) | accuracy (paper rule, paper's buffers) "
+             "| its floor | its floor-normalised | normalized return (envs) | copies |"
+             + "".join(f" paper, {run}: accuracy / return |" for run in group_runs),
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+             + "---:|" * len(group_runs)]
     for method, group in shown:
         g = summary["groups"][method][group]
         published = paper["groups"].get(method, {}).get(group, {})
@@ -398,16 +420,22 @@ def markdown(summary: dict, meta: dict, paper: dict) -> str:
         if g["normalized_return"] is not None:
             ret += f" ({g['normalized_return_envs']})"
         lines.append(f"| {method} | {group} | {g['envs']}/{g['of']} | {_fmt(g['accuracy_sound'])} "
-                     f"| {_fmt(g['accuracy_paper'])} | {_fmt(g['accuracy_paper_buffer'])} | {ret} |"
+                     f"| {_fmt(g.get('accuracy_training'))} | {_fmt(g.get('strict_sound'))} "
+                     f"| {_fmt(g.get('floor_sound'))} | {_fmt(g.get('normalized_sound'))} "
+                     f"| {_fmt(g['accuracy_paper'])} | {_fmt(g['accuracy_paper_buffer'])} "
+                     f"| {_fmt(g.get('floor_paper_buffer'))} | {_fmt(g.get('normalized_paper_buffer'))} "
+                     f"| {ret} | {_fmt(g.get('duplicates'), 1)} |"
                      + "".join(f" {_published_cell(published.get(run))} |" for run in group_runs))
     env_runs = _paper_runs([paper["per_env"].get(m, {}).get(e, {}) for e in meta["envs"] for m in methods])
     lines += ["", f"Paper: {PAPER}. {PAPER_NOTE}", "",
               "## Per environment", "",
-              "| env | method | seeds | accuracy (sound) | accuracy (paper rule) "
-              "| accuracy (paper rule, paper's buffer) | normalized return | LLM calls (from cache) "
-              "| tokens | minutes | best program compiled (model steps/s) |"
+              "| env | method | seeds | accuracy (sound, held-out) | training | strict | floor "
+              "| floor-normalised | accuracy (paper rule, held-out) "
+              "| accuracy (paper rule, paper's buffer) | its floor | normalized return "
+              "| LLM calls (from cache) | copies | tokens | minutes | best program compiled (model steps/s) |"
               + "".join(f" paper, {run}: accuracy / return |" for run in env_runs),
-              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|" + "---:|" * len(env_runs)]
+              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+              + "---:|" * len(env_runs)]
     for env in meta["envs"]:
         for method in methods:
             e = summary["per_env"][method][env]
@@ -418,15 +446,25 @@ def markdown(summary: dict, meta: dict, paper: dict) -> str:
                 ret = f"n/a: {e['return_note']}"
             minutes = None if e["seconds"] is None else e["seconds"] / 60
             lines.append(f"| {env} | {method} | {seeds} | {_pm(e['accuracy_sound'], e['accuracy_sound_stderr'])} "
+                         f"| {_fmt(e.get('accuracy_training'))} | {_fmt(e.get('strict_sound'))} "
+                         f"| {_fmt(e.get('floor_sound'))} | {_fmt(e.get('normalized_sound'))} "
                          f"| {_pm(e['accuracy_paper'], e['accuracy_paper_stderr'])} "
-                         f"| {_fmt(e['accuracy_paper_buffer'])} | {ret} "
-                         f"| {_fmt(e['calls'], 1)} ({_fmt(e['cached_calls'], 1)}) "
+                         f"| {_fmt(e['accuracy_paper_buffer'])} | {_fmt(e.get('floor_paper_buffer'))} "
+                         f"| {ret} | {_fmt(e['calls'], 1)} ({_fmt(e['cached_calls'], 1)}) "
+                         f"| {_fmt(e.get('duplicates'), 1)} "
                          f"| {_fmt(e['tokens'], 0)} | {_fmt(minutes, 1)} | {_speed_cell(e)} |"
                          + "".join(f" {_published_cell(published.get(run))} |" for run in env_runs))
-    lines += ["", "Accuracy: the best program's score on the environment's committed buffer "
+    lines += ["", "Accuracy: the best program's score on the held-out episodes of the "
+              "environment's committed buffer, which the search never saw (a run saved before runs "
+              "were split: the whole buffer); training: the same on the episodes the search saw "
               "(sound: codeworld's tolerances, done = terminated; paper rule: the paper's comparison, "
-              "with its reward-balanced weighting); the third accuracy column scores the same program "
-              "on the paper's own buffer where it exists. LLM calls from cache: answered from the "
+              "with its reward-balanced weighting). Strict: the share of held-out transitions right "
+              "in every component. Floor: the do-nothing model (state unchanged, the most frequent "
+              "reward, never done) on the same episodes; floor-normalised: (accuracy - floor) / "
+              "(ceiling - floor), 0 for the do-nothing model and 1 for the true simulator. The paper's "
+              "buffer columns score the same program on the paper's own buffer where it exists "
+              "(out of sample by construction), with that buffer's floor. Copies: programs equal to "
+              "the skeleton or to an earlier call's, not scored again. LLM calls from cache: answered from the "
               "completion cache, where the same prompt and sampling seed had been sent before. "
               "Normalized return: "
               "(R_model - R_random) / (R_oracle - R_random) over the planning episodes. Group means "

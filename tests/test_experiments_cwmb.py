@@ -74,6 +74,9 @@ def test_harness_writes_tables_and_plots_and_skips_finished_jobs(script, tmp_pat
     entry = table["per_env"]["gif-mcts"]["RTFM-v0"]
     assert entry["accuracy_sound"] == 1.0 and entry["seeds"] == 1 and entry["best_by_call"] == [1.0]
     assert table["groups"]["worldcoder"]["rtfm"]["accuracy_sound"] == 1.0
+    # held out, beside the training score, the floor and the floor-normalised accuracy
+    assert entry["accuracy_training"] == 1.0 and entry["normalized_sound"] == 1.0
+    assert 0.0 < entry["floor_sound"] < 1.0 and entry["strict_sound"] == 1.0
     # the paper's Table 3 beside the RTFM group and row, one column per LLM and budget of the paper
     assert table["paper_numbers"]["groups"]["gif-mcts"]["rtfm"]["GPT-4 Turbo, 50 calls"] == {
         "accuracy": [1.0, 0.0], "return": [1.0, 0.0]}
@@ -83,6 +86,7 @@ def test_harness_writes_tables_and_plots_and_skips_finished_jobs(script, tmp_pat
     assert "paper, Llama 3 70B, 50 calls: accuracy / return |" in text
     assert "| worldcoder | rtfm | 1/1 |" in text and text.count("| 0.23±0.01 / -0.11±0.12 |") == 2
     assert "its own LLMs and budgets" in text
+    assert "| accuracy (sound, held-out) | training | strict | floor | floor-normalised |" in text
     for svg in (out / "plots").glob("*.svg"):
         ET.fromstring(svg.read_text())  # well-formed
     assert {p.name for p in (out / "plots").iterdir()} == {"RTFM-v0.svg", "groups.svg"}
