@@ -132,3 +132,26 @@ def test_a_copy_of_the_skeleton_or_of_an_earlier_program_is_recognised(tmp_path)
             assert node.duplicate and search.open_actions(node.id) == []
     history = {e["call"]: e for e in result.history}
     assert history[0]["duplicate_of"] == "skeleton" and history[copy]["duplicate_of"] == 2
+    # the next generate at the root is not the same request again: it says what happened
+    calls = run_dir.load_calls()
+    root_generates = [c for c in sorted(calls) if calls[c]["request"]["action"] == "generate"
+                      and calls[c]["request"]["parent"] == 0]
+    assert len(root_generates) >= 2 and root_generates[0] == 0
+    assert "handed back the skeleton" not in calls[0]["messages"][1]["content"]
+    for c in root_generates[1:]:
+        assert "1 earlier answer to this request handed back the skeleton" in calls[c]["messages"][1]["content"]
+
+
+def test_the_skeleton_handed_back_twice_is_scored_once(tmp_path):
+    prompts, evaluator = make_cwmb_world("CartPole-v1", assist=AssistConfig(fit_constants=False))
+    llm = ScriptedLLM([fence(evaluator.skeleton)] * 2)
+    run_dir = RunDir(tmp_path / "run")
+    run_dir.init(RunSpec("zero-shot"))
+    from codeworld.synthesis import ZeroShot
+
+    result = synthesize(ZeroShot(), llm=llm, prompts=prompts, evaluator=evaluator, budget=2,
+                        run_dir=run_dir)
+    assert [e["duplicate_of"] for e in result.history] == ["skeleton", "skeleton"]
+    assert result.accounting.duplicates == 2
+    # the do-nothing model: the floor, on the training episodes
+    assert result.history[0]["score"] == pytest.approx(evaluator.scorer.floor.score)

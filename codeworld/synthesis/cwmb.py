@@ -58,6 +58,8 @@ class CwmbPrompts:
 
         d, form = self.description, self.form
         if request.action == GENERATE:
+            if request.feedback:  # earlier answers were copies (`copies_note`)
+                form = f"{form}\n{request.feedback}\n"
             if request.parent < 0:
                 return render("zero_shot", description=d, form=form, start=self.start())
             return render("generate", description=d, form=form,

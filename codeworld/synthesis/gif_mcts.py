@@ -39,7 +39,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from codeworld.synthesis.config import GifMctsConfig
-from codeworld.synthesis.types import FIX, GENERATE, IMPROVE, Outcome, ProgramEvaluation, Request
+from codeworld.synthesis.types import (FIX, GENERATE, IMPROVE, Outcome, ProgramEvaluation, Request,
+                                       copies_note)
 
 ROOT = "root"
 _TIE_EPS = 1e-12
@@ -270,7 +271,7 @@ class GifMcts:
                 call=self.calls, action=action, parent=parent_id,
                 program="" if action == GENERATE else parent.program,
                 prefix=_first_lines(parent.program, parent.prefix_lines) if action == GENERATE else "",
-                feedback="" if action == GENERATE else parent.feedback,
+                feedback=self._generate_note(parent) if action == GENERATE else parent.feedback,
                 mispredicted=parent.mispredicted if action == IMPROVE else None)
             self.calls += 1
             self.trace.append({"call": request.call, "node": child.id, "action": action,
@@ -305,6 +306,12 @@ class GifMcts:
         self._prior_n[node.action] += 1
         if not node.buggy and node.score >= 1.0 - self.config.perfect_tolerance:
             self.stopped_perfect = True
+
+    def _generate_note(self, parent: Node) -> str:
+        """The note of a generate request at `parent` whose earlier generates gave copies."""
+        copies = sum(1 for c in parent.children
+                     if self.nodes[c].action == GENERATE and self.nodes[c].duplicate)
+        return copies_note(copies) if copies else ""
 
     def best(self) -> tuple[int, str, ProgramEvaluation] | None:
         """The highest-scoring healthy program (earliest on ties), else the first program."""

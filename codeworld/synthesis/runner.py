@@ -245,12 +245,14 @@ def synthesize(search: Search, *, llm: ChatModel | None, prompts: PromptBuilder,
         with lock:
             copied = seen.get(key) if key is not None else None
         if evaluation is None and copied is not None and copied[1] is not None:
-            # a copy of an earlier call's program: its evaluation, not a new scoring pass
+            # a copy of an earlier program (or of the skeleton again): its evaluation, not a new
+            # scoring pass
             call, earlier = copied
-            evaluation = ProgramEvaluation(earlier.score, earlier.buggy,
-                                           copy_feedback(f"the program of call {call + 1}"),
-                                           earlier.mispredicted,
-                                           {**earlier.report, "duplicate_of": call + 1})
+            evaluation = ProgramEvaluation(
+                earlier.score, earlier.buggy,
+                earlier.feedback if call is None else copy_feedback(f"the program of call {call + 1}"),
+                earlier.mispredicted,
+                {**earlier.report, "duplicate_of": "skeleton" if call is None else call + 1})
             if run_dir is not None:
                 run_dir.save_program(request.call, program, evaluation)
         if evaluation is None:
@@ -284,8 +286,10 @@ def synthesize(search: Search, *, llm: ChatModel | None, prompts: PromptBuilder,
         with lock:
             if evaluation.report.get("duplicate_of") is not None:
                 accounting.duplicates += 1
-            if key is not None and (key not in seen or seen[key][1] is None):
+            if key is not None and key not in seen:
                 seen[key] = (request.call, evaluation)
+            elif key is not None and seen[key][1] is None:  # the skeleton, scored once
+                seen[key] = (None, evaluation)
         return Outcome(program, evaluation)
 
     def save() -> None:

@@ -70,6 +70,16 @@ class Evaluator(Protocol):
     def evaluate(self, program: str) -> ProgramEvaluation: ...
 
 
+def copies_note(copies: int) -> str:
+    """What a *generate* request says after earlier answers to it were copies (of the skeleton
+    or of an earlier program): the request is changed, not sent again as it was."""
+    answers = "answer" if copies == 1 else "answers"
+    return (f"Note: {copies} earlier {answers} to this request handed back the skeleton or an "
+            "earlier program unchanged, which predicts nothing new. Replace the placeholder "
+            "comment with the environment's rules: how each component changes, the reward and "
+            "when the episode ends.")
+
+
 @dataclass(frozen=True)
 class Request:
     """One LLM call a search asks for.
@@ -80,7 +90,8 @@ class Request:
         parent: the node (GIF-MCTS) or pool entry (REx) refined; -1 for the root / from scratch.
         program: the program to improve or fix (empty for generate).
         prefix: the partial program a generate call continues (may be empty).
-        feedback: the parent's evaluation feedback (error or mispredicted transition as text).
+        feedback: the parent's evaluation feedback (error or mispredicted transition as text);
+            for a generate request, a note (`copies_note`) when earlier answers were copies.
         mispredicted: the parent's first mispredicted transition (improve), as the scorer gave it.
     """
 
