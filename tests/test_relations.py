@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from codeworld.synthesis import AssistConfig
 from codeworld.synthesis.cwmb import make_cwmb_world
-from codeworld.synthesis.relations import find_done_rule, find_relations, outcomes_text, relations_text
+from codeworld.synthesis.relations import (find_done_rule, find_relations, find_reward_relation,
+                                           outcomes_text, relations_text)
 from codeworld.synthesis.types import GENERATE, Request
 
 
@@ -62,8 +65,16 @@ def test_whole_number_states_get_the_most_frequent_step_of_each_action():
     assert r.formula == "cell + (-5, 1, 5, -1)[action]"
     wall = ((actions == 0) & (row == 0)) | ((actions == 2) & (row == 3)) | \
         ((actions == 1) & (col == 4)) | ((actions == 3) & (col == 0))
-    assert abs(r.exact - (1 - wall.mean())) < 1e-12
-    assert "right within tolerance on" in r.line()
+    # the moves off the top and bottom rows are exceptions the data shows: the cell stays
+    top_bottom = ((actions == 0) & (row == 0)) | ((actions == 2) & (row == 3))
+    assert r.exceptions[0].startswith("when that value is one of {-5, -4, -3, -2, -1, 20, 21, 22, 23, 24}: "
+                                      "new cell = cell (unchanged)")
+    rule = obs[:, 0] + np.array([-5, 1, 5, -1])[actions]
+    listed = np.isin(rule, [-5, -4, -3, -2, -1, 20, 21, 22, 23, 24])
+    assert listed[top_bottom].all()
+    assert abs(r.exact - np.mean(np.where(listed, obs[:, 0], rule) == nxt[:, 0])) < 1e-12
+    assert r.exact > 1 - wall.mean()
+    assert "right within tolerance on" in r.line() and "\n  - except when that value" in r.line()
 
 
 def test_continuous_actions_and_unchanged_components():
@@ -198,3 +209,48 @@ def test_long_states_get_counts_without_examples():
                          np.array([False, False, True]), discrete=True)
     assert text.splitlines() == ["- rewards: 0 on 2 transitions; 5 on 1 transition",
                                  "- the episode ends (done) on 1 of 3 transitions"]
+
+
+def test_nonlinear_terms_clips_and_wraps_are_recovered_from_data():
+    # an environment made up here: a pendulum-like velocity (a sine of the angle), a clipped
+    # speed and an angle kept in [-pi, pi); none of it is named anywhere in the package
+    rng = np.random.default_rng(4)
+    n = 400
+    actions = rng.integers(0, 2, size=n)
+    obs = np.column_stack([rng.uniform(-np.pi, np.pi, n), rng.uniform(-3, 3, n),
+                           rng.uniform(0, 2, n)])
+
+    def step(o, a):
+        angle, omega, speed = o
+        omega2 = omega + 0.05 * math.sin(angle) + (0.1 if a else -0.1)
+        angle2 = (angle + 0.5 * omega + np.pi) % (2 * np.pi) - np.pi
+        speed2 = min(max(speed + 0.3 * (1 if a else -1), 0.0), 2.0)
+        return [angle2, omega2, speed2]
+
+    nxt = np.array([step(o, a) for o, a in zip(obs, actions)])
+    found = {r.name: r for r in find_relations(obs, actions, nxt, ["angle", "omega", "speed"],
+                                               discrete=True, n_actions=2, atol=1e-8, rtol=1e-8)}
+    omega = found["omega"]
+    assert omega.exact == 1.0 and "0.05*math.sin(angle)" in omega.formula
+    speed = found["speed"]
+    assert speed.exact == 1.0 and speed.formula.startswith("max(min(") and ", 2), 0)" in speed.formula
+    angle = found["angle"]
+    assert angle.exact == 1.0 and "% (2*math.pi) - math.pi" in angle.formula
+    # the formulas are Python: evaluated on the data they give the recorded next values
+    for r, j in ((omega, 1), (speed, 2), (angle, 0)):
+        got = [eval(r.formula, {"math": math, "np": np},
+                    {"angle": o[0], "omega": o[1], "speed": o[2], "action": int(a)})
+               for o, a in zip(obs, actions)]
+        assert np.allclose(got, nxt[:, j], atol=1e-7)
+
+
+def test_a_reward_formula_of_the_new_state_is_recovered():
+    rng = np.random.default_rng(5)
+    n = 300
+    nxt = rng.uniform(-2, 2, size=(n, 2))
+    actions = rng.uniform(-1, 1, size=(n, 1))
+    rewards = -(nxt[:, 0] ** 2 + 0.1 * nxt[:, 1] ** 2 + 0.01 * actions[:, 0] ** 2)
+    r = find_reward_relation(nxt, actions, rewards, ["x", "v"], discrete=False, n_actions=0,
+                             atol=1e-8, rtol=1e-8)
+    assert r is not None and r.exact == 1.0
+    assert r.line().startswith("- reward = -new_x**2 - 0.1*new_v**2 - 0.01*action[0]**2")

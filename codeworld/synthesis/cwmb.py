@@ -373,7 +373,8 @@ def _relations(scorer: Any, names) -> str:
     import numpy as np
 
     from codeworld.scoring.scorer import tolerances
-    from codeworld.synthesis.relations import find_relations, outcomes_text, relations_text
+    from codeworld.synthesis.relations import (find_relations, find_reward_relation,
+                                               outcomes_text, relations_text)
 
     spec, buf = scorer.spec, scorer.buffer
     tol = tolerances(spec, scorer.mode)
@@ -382,4 +383,11 @@ def _relations(scorer: Any, names) -> str:
                            mask=~np.asarray(buf.terminated, dtype=bool))
     outcomes = outcomes_text(buf.obs, buf.actions, buf.next_obs, buf.rewards, buf.terminated,
                              discrete=spec.discrete, names=names, n_actions=spec.n_actions)
+    if len(np.unique(buf.rewards)) > 6:  # many values: a formula, where one fits
+        reward = find_reward_relation(buf.next_obs, buf.actions, buf.rewards, names,
+                                      discrete=spec.discrete, n_actions=spec.n_actions,
+                                      atol=tol.reward_atol, rtol=tol.reward_rtol)
+        if reward is not None:
+            outcomes += (reward.line() + "  (`new_x` stands for the value x has after the "
+                         "step)\n")
     return relations_text(found, len(buf.obs), outcomes=outcomes)

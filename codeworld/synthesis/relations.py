@@ -16,7 +16,7 @@ state's. Nothing here knows an environment: it reads arrays, names and tolerance
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -28,6 +28,9 @@ _MIN_EXACT = 0.5        # a fit right on at least this fraction of transitions i
 _MIN_EXPLAINED = 0.9    # else it must explain this much of the change's variance (real-valued
                         # states only: an approximate rule for whole numbers misleads)
 _MAX_CANDIDATES = 24    # terms tried at each step, pre-selected by correlation with the residual
+_MAX_LIBRARY_DIM = 16   # states up to this size get the nonlinear terms (sin, cos, squares, ...)
+_MAX_PRODUCT_DIM = 8    # ... and pairwise products up to this size
+_MAX_EXCEPTION_VALUES = 16  # an exception lists at most this many values
 
 
 @dataclass(frozen=True)
@@ -51,9 +54,12 @@ class Relation:
     explained: float
     exact: float
     constant: bool = False
+    exceptions: tuple[str, ...] = ()
+    target: str = ""
+    pred: np.ndarray | None = field(default=None, compare=False, repr=False)
 
     def line(self) -> str:
-        """The relation as one prompt line."""
+        """The relation as one prompt line (and one line per exception)."""
         if self.exact >= 1.0:
             how = "right on every recorded transition"
         else:
@@ -61,7 +67,10 @@ class Relation:
                      if 0.99 <= self.explained < 1 else f"{self.explained:.0%}")
             how = (f"approximate: explains {share} of the change, right within tolerance on "
                    f"{self.exact:.0%} of transitions")
-        return f"- new {self.name} = {self.formula}  ({how})"
+        text = f"- {self.target or 'new ' + self.name} = {self.formula}  ({how})"
+        for exception in self.exceptions:
+            text += f"\n  - except {exception}"
+        return text
 
 
 def _round(value: float, digits: int, integer: bool) -> float:
@@ -81,6 +90,41 @@ def _fit(design: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, float]:
     coef, *_ = np.linalg.lstsq(design, y, rcond=None)
     resid = y - design @ coef
     return coef, float(resid @ resid)
+
+
+def term_library(x: np.ndarray, names, integer: bool,
+                 max_dim: int = _MAX_LIBRARY_DIM) -> tuple[list[np.ndarray], list[str]]:
+    """The candidate terms of a fit beyond the components themselves: for real-valued states of
+    at most `max_dim` components, ``sin``/``cos`` of each component and of its double and triple,
+    its square, its absolute value and sign (where it takes both signs), and pairwise products
+    (up to `_MAX_PRODUCT_DIM` components). Whole-number states get none (their rules are steps
+    and exceptions). Built from the arrays and names only."""
+    x = np.asarray(x, dtype=np.float64)
+    n, d = x.shape
+    columns: list[np.ndarray] = []
+    labels: list[str] = []
+    if integer or d > max_dim:
+        return columns, labels
+    for j in range(d):
+        v, name = x[:, j], names[j]
+        if np.ptp(v) == 0:
+            continue
+        for k in (1, 2, 3):
+            arg = name if k == 1 else f"{k}*{name}"
+            columns += [np.sin(k * v), np.cos(k * v)]
+            labels += [f"math.sin({arg})", f"math.cos({arg})"]
+        columns.append(v * v)
+        labels.append(f"{name}**2")
+        if v.min() < 0 < v.max():
+            columns += [np.abs(v), np.sign(v)]
+            labels += [f"abs({name})", f"np.sign({name})"]
+    if d <= _MAX_PRODUCT_DIM:
+        for j in range(d):
+            for m in range(j + 1, d):
+                if np.ptp(x[:, j]) and np.ptp(x[:, m]):
+                    columns.append(x[:, j] * x[:, m])
+                    labels.append(f"{names[j]}*{names[m]}")
+    return columns, labels
 
 
 def find_relations(obs: np.ndarray, actions: np.ndarray, next_obs: np.ndarray, names, *,
@@ -129,19 +173,218 @@ def find_relations(obs: np.ndarray, actions: np.ndarray, next_obs: np.ndarray, n
             labels.append(f"action[{j}]")
         intercept = np.ones((n, 1))
         seen = np.ones(1, dtype=bool)
+    extra_columns, extra_labels = term_library(x, names, integer)  # after the plain terms
+    columns += extra_columns
+    labels += extra_labels
     candidates = np.stack(columns, axis=1) if columns else np.zeros((n, 0))
     relations = []
     for i in range(d):
         y = y_next[:, i] - x[:, i]
-        relation = _relation(i, names[i], x[:, i], y, y_next[:, i], intercept, seen, candidates,
-                             labels, integer, atol, rtol, max_terms, digits)
+        fit = (i, names[i], x[:, i], y, y_next[:, i], intercept, seen, candidates, labels,
+               integer, atol, rtol, max_terms, digits)
+        relation = _relation(*fit)
+        if not integer:
+            relation = _clipped(relation, fit)
+            relation = _wrapped(relation, y_next[:, i], atol, rtol)
+            relation = _angle(relation, fit)
+        if relation is not None and integer and relation.exact < 1.0:
+            relation = _with_exceptions(relation, x[:, i], y_next[:, i], atol, rtol, names[i])
         if relation is not None:
             relations.append(relation)
     return relations
 
 
+def _clipped(relation: Relation | None, fit: tuple) -> Relation | None:
+    """The fit refitted without the transitions whose new value sits at a bound that several
+    reach (the recorded minimum or maximum), then clipped to it, when that is right more often."""
+    i, name, old, y, truth, intercept, seen, candidates = fit[:8]
+    rest = fit[8:]
+    if relation is not None and relation.exact >= 1.0:
+        return relation
+    lo, hi = float(truth.min()), float(truth.max())
+    at_lo, at_hi = truth == lo, truth == hi
+    use_lo, use_hi = int(at_lo.sum()) >= 2, int(at_hi.sum()) >= 2
+    if not (use_lo or use_hi):
+        return relation
+    inner = ~((at_lo & use_lo) | (at_hi & use_hi))
+    if inner.sum() < 4:
+        return relation
+    inside = _relation(i, name, old[inner], y[inner], truth[inner], intercept[inner], seen,
+                       candidates[inner], *rest, params=True)
+    if inside is None:
+        return relation
+    inside, (base, chosen, slopes) = inside
+    pred = old + intercept @ np.asarray(base, dtype=np.float64)
+    if chosen:
+        pred = pred + candidates[:, chosen] @ np.asarray(slopes, dtype=np.float64)
+    pred = np.clip(pred, lo if use_lo else -np.inf, hi if use_hi else np.inf)
+    atol, rtol = rest[2], rest[3]
+    exact = float(np.mean(values_close(pred, truth, atol, rtol)))
+    if relation is not None and exact <= relation.exact:
+        return relation
+    if exact < _MIN_EXACT and inside.explained < _MIN_EXPLAINED:
+        return relation
+    formula = inside.formula
+    if use_hi:
+        formula = f"min({formula}, {_number(hi)})"
+    if use_lo:
+        formula = f"max({formula}, {_number(lo)})"
+    return replace(inside, formula=formula, exact=exact, pred=pred)
+
+
+def _wrapped(relation: Relation | None, truth: np.ndarray, atol: float,
+             rtol: float) -> Relation | None:
+    """The fit taken modulo a period, when the transitions it gets wrong are all off by one
+    period (the same amount, either way): an angle kept in [-m/2, m/2) or a value in [0, m)."""
+    if relation is None or relation.exact >= 1.0 or relation.pred is None:
+        return relation
+    pred = relation.pred
+    wrong = ~values_close(pred, truth, atol, rtol)
+    if wrong.sum() < 2:
+        return relation
+    gaps = np.abs(truth[wrong] - pred[wrong])
+    period = float(np.median(gaps))
+    if period <= 0 or not np.all(np.abs(gaps - period) <= 1e-3 * period + atol):
+        return relation
+    for digits in (4, 6, 12):  # the period as written, then as computed
+        m = float(f"{period:.{digits}g}")
+        if abs(m - 2 * np.pi) < 1e-3:
+            m, m_text = 2 * np.pi, "2*math.pi"
+        else:
+            m_text = _number(m)
+        for lo, lo_text in ((-m / 2, f"-{m_text}/2" if m_text != "2*math.pi" else "-math.pi"),
+                            (0.0, "0")):
+            wrapped = (pred - lo) % m + lo
+            exact = float(np.mean(values_close(wrapped, truth, atol, rtol)))
+            if exact > relation.exact and exact >= 0.999:
+                shift = f" - {lo_text.lstrip('-')}" if lo < 0 else ""
+                inner = f"({relation.formula}{' + ' + lo_text.lstrip('-') if lo < 0 else ''})"
+                formula = f"{inner} % ({m_text}){shift}" if lo < 0 else f"({relation.formula}) % ({m_text})"
+                return replace(relation, formula=formula, exact=exact, pred=wrapped)
+    return relation
+
+
+def _angle(relation: Relation | None, fit: tuple) -> Relation | None:
+    """For a component whose recorded values span an angle's range, [-pi, pi] or [0, 2 pi]:
+    the fit of its change taken modulo 2 pi, and the new value wrapped back into that range,
+    when that is right more often (a wrap on many transitions spoils a plain fit)."""
+    i, name, old, y, truth = fit[:5]
+    rest = fit[5:]
+    atol, rtol = rest[6], rest[7]
+    if relation is not None and relation.exact >= 1.0:
+        return relation
+    values = np.concatenate([old, truth])
+    tau = 2 * np.pi
+    for lo, inner in ((-np.pi, "{} + math.pi"), (0.0, "{}")):
+        if values.min() < lo - 1e-6 or values.max() > lo + tau + 1e-6 or np.ptp(values) < 0.75 * tau:
+            continue
+        change = (y + np.pi) % tau - np.pi  # the change, unwrapped
+        found = _relation(i, name, old, change, old + change, *rest)
+        if found is None:
+            continue
+        pred = (found.pred - lo) % tau + lo
+        exact = float(np.mean(values_close(pred, truth, atol, rtol)))
+        if relation is not None and exact <= relation.exact:
+            continue
+        shift = " - math.pi" if lo < 0 else ""
+        formula = f"({inner.format(found.formula)}) % (2*math.pi){shift}"
+        return replace(found, formula=formula, exact=exact, pred=pred)
+    return relation
+
+
+def _with_exceptions(relation: Relation, old: np.ndarray, truth: np.ndarray, atol: float,
+                     rtol: float, name: str, max_exceptions: int = 4) -> Relation:
+    """A whole-number rule with a decision list for the transitions it gets wrong: "when the
+    rule's value is one of {...}, the value is unchanged" (a move that is refused), then "...,
+    the new value is c" for each value c those transitions have; a rule value is listed only
+    where no
+    transition with one of its rule values has another outcome; at most `max_exceptions`, the
+    largest first."""
+    pred = relation.pred
+    if pred is None:
+        return relation
+    wrong = ~values_close(pred, truth, atol, rtol)
+    found = []  # (transitions, text, hits, new values)
+    stays = wrong & (truth == old)
+    groups = [(stays, "unchanged", None)] + [(wrong & ~stays & (truth == c), None, c)
+                                             for c in np.unique(truth[wrong & ~stays])]
+    for these, kind, c in groups:
+        if not these.any():
+            continue
+        outcome = old if kind else np.full_like(truth, c)
+        # the rule values after which every recorded transition has this outcome
+        values = [v for v in np.unique(pred[these])
+                  if (truth[pred == v] == outcome[pred == v]).all()]
+        hits = np.isin(pred, values)
+        if not values or len(values) > _MAX_EXCEPTION_VALUES:
+            continue
+        these = these & hits
+        if these.sum() < 2:  # one transition is an observation, not a rule
+            continue
+        listed = ", ".join(_number(float(v)) for v in values)
+        then = f"new {name} = {name} (unchanged)" if kind else f"new {name} = {_number(float(c))}"
+        found.append((int(these.sum()), f"when that value is one of {{{listed}}}: {then} "
+                                        f"({int(these.sum())} transitions)", hits, outcome))
+    found.sort(key=lambda f: -f[0])
+    exceptions, fixed = [], pred.copy()
+    for _, text, hits, outcome in found[:max_exceptions]:
+        exceptions.append(text)
+        fixed[hits] = outcome[hits]
+    if not exceptions:
+        return relation
+    exact = float(np.mean(values_close(fixed, truth, atol, rtol)))
+    return replace(relation, exceptions=tuple(exceptions), exact=exact, pred=fixed)
+
+
+def find_reward_relation(next_obs: np.ndarray, actions: np.ndarray, rewards: np.ndarray,
+                         names, *, discrete: bool, n_actions: int, atol: float, rtol: float,
+                         max_terms: int = 3, digits: int = 4) -> Relation | None:
+    """A fit of the reward as a function of the new state (``new x``) and the action, with the
+    same terms as the state's fits (`term_library`), or None where none is good. For rewards
+    with many values; a reward of a few values is listed value by value instead."""
+    nxt = np.asarray(next_obs, dtype=np.float64)
+    r = np.asarray(rewards, dtype=np.float64)
+    n, d = nxt.shape
+    if n < 8:
+        return None
+    new_names = [f"new_{name}" for name in names]
+    columns = [nxt[:, j] for j in range(d)]
+    labels = list(new_names)
+    a = np.asarray(actions)
+    squares: list[np.ndarray] = []
+    if discrete:
+        a = a.reshape(n).astype(np.int64)
+        k = max(int(n_actions), int(a.max()) + 1)
+        intercept = (a[:, None] == np.arange(k)[None, :]).astype(np.float64)
+        seen = intercept.any(axis=0)
+    else:
+        a = a.reshape(n, -1).astype(np.float64)
+        for j in range(a.shape[1]):
+            columns.append(a[:, j])
+            labels.append(f"action[{j}]")
+            squares.append(a[:, j] ** 2)
+        intercept = np.ones((n, 1))
+        seen = np.ones(1, dtype=bool)
+    extra_columns, extra_labels = term_library(nxt, new_names, False)  # after the plain terms
+    columns += extra_columns + squares
+    labels += extra_labels + [f"action[{j}]**2" for j in range(len(squares))]
+    candidates = np.stack(columns, axis=1)
+    relation = _relation(-1, "reward", np.zeros(n), r, r, intercept, seen, candidates, labels,
+                         False, atol, rtol, max_terms, digits)
+    if relation is None or relation.explained < _MIN_EXPLAINED:
+        return None
+    formula = relation.formula
+    if formula.startswith("reward + "):
+        formula = formula[len("reward + "):]
+    elif formula.startswith("reward - "):
+        formula = "-" + formula[len("reward - "):]
+    elif formula == "reward":
+        formula = "0"
+    return replace(relation, formula=formula, target="reward", name="reward")
+
+
 def _relation(i, name, old, y, truth, intercept, seen, candidates, labels, integer, atol, rtol,
-              max_terms, digits) -> Relation | None:
+              max_terms, digits, params: bool = False):
     n = len(y)
     sst = float(((y - y.mean()) ** 2).sum())
     k = intercept.shape[1]
@@ -160,9 +403,11 @@ def _relation(i, name, old, y, truth, intercept, seen, candidates, labels, integ
 
     options = []
     # The least-squares fit, terms chosen greedily, coefficients rounded and then pruned.
-    chosen, coef = _greedy(y, intercept, candidates, max_terms)
+    chosen, coef = _greedy(y, intercept, candidates, max_terms, n_plain=len(old_names(labels)))
     if n >= 4 * (k + len(chosen)):
-        base = [_round(c, digits, integer) if seen[m] else 0.0 for m, c in enumerate(coef[:k])]
+        scale = max([abs(float(c)) for c in coef[:k]] + [0.0])
+        base = [_round(c, digits, integer) if seen[m] and abs(c) > 1e-6 * scale else 0.0
+                for m, c in enumerate(coef[:k])]
         slopes = [_round(c, digits, integer) for c in coef[k:]]
         options.append(_prune(base, chosen, slopes, seen, score))
     # The most frequent change for each action (a whole-number state moves in fixed steps).
@@ -171,12 +416,16 @@ def _relation(i, name, old, y, truth, intercept, seen, candidates, labels, integ
     base, chosen, slopes, exact, explained = max(options, key=lambda o: (o[3], o[4]))
     if exact < _MIN_EXACT and (integer or explained < _MIN_EXPLAINED):
         return None
+    pred = old + intercept @ np.asarray(base, dtype=np.float64)
+    if chosen:
+        pred = pred + candidates[:, chosen] @ np.asarray(slopes, dtype=np.float64)
     # a slope of -1 on the component itself cancels it: the new value does not depend on the old
     own = [m for m, j in enumerate(chosen) if j == i and slopes[m] == -1]
     terms = [] if own else [name]
     for m, (j, s) in enumerate(zip(chosen, slopes)):
         if m not in own:
-            terms.append(labels[j] if s == 1 else f"{_number(s)}*{labels[j]}")
+            terms.append(labels[j] if s == 1 else f"-{labels[j]}" if s == -1
+                         else f"{_number(s)}*{labels[j]}")
     if len(set(base)) > 1:
         terms.append("(" + ", ".join(_number(b) for b in base) + ")[action]")
     elif base[0] != 0:
@@ -184,11 +433,22 @@ def _relation(i, name, old, y, truth, intercept, seen, candidates, labels, integ
     formula = " + ".join(terms).replace("+ -", "- ") or "0"
     if formula.startswith("-"):
         formula = "-" + formula[1:].lstrip()
-    return Relation(i, name, formula, explained, exact, not chosen and len(set(base)) == 1)
+    relation = Relation(i, name, formula, explained, exact, not chosen and len(set(base)) == 1,
+                        pred=pred)
+    return (relation, (base, chosen, slopes)) if params else relation
 
 
-def _greedy(y, intercept, candidates, max_terms) -> tuple[list[int], np.ndarray]:
-    """Forward selection of at most `max_terms` candidate columns (always with the intercept)."""
+def old_names(labels) -> list[str]:
+    """The labels that are plain names (a component or an action entry), not library terms."""
+    return [label for label in labels if label.replace("_", "").replace("[", "").replace(
+        "]", "").isalnum()]
+
+
+def _greedy(y, intercept, candidates, max_terms, n_plain: int = 0) -> tuple[list[int], np.ndarray]:
+    """Forward selection of at most `max_terms` candidate columns (always with the intercept).
+
+    A library term (column `n_plain` on) is taken over a plain one only when it fits better by
+    more than a rounding margin: of two near-equal explanations, the simpler one."""
     sst = float(((y - y.mean()) ** 2).sum())
     chosen: list[int] = []
     coef, sse = _fit(intercept, y)
@@ -205,8 +465,9 @@ def _greedy(y, intercept, candidates, max_terms) -> tuple[list[int], np.ndarray]
         best = None
         for j in order:
             c, s = _fit(np.concatenate([intercept, candidates[:, chosen + [j]]], axis=1), y)
-            if best is None or s < best[2]:
-                best = (j, c, s)
+            cost = s * (1.0 + 1e-3) + 1e-15 if j >= n_plain else s
+            if best is None or cost < best[3]:
+                best = (j, c, s, cost)
         if best is None or best[2] > (1 - _MIN_GAIN) * sse:
             break
         chosen.append(best[0])
