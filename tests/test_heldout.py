@@ -155,3 +155,26 @@ def test_the_skeleton_handed_back_twice_is_scored_once(tmp_path):
     assert result.accounting.duplicates == 2
     # the do-nothing model: the floor, on the training episodes
     assert result.history[0]["score"] == pytest.approx(evaluator.scorer.floor.score)
+
+
+def test_a_model_that_fails_beyond_the_recorded_states_goes_to_fix():
+    prompts, evaluator = make_cwmb_world("CartPole-v1", assist=AssistConfig(fit_constants=False))
+    largest = float(np.abs(evaluator.scorer.buffer.obs[:, 3]).max())
+    # right on every recorded transition, but it raises on a state no transition starts from
+    fragile = MODEL.read_text().replace(
+        "    x, x_dot, theta, theta_dot = state[0], state[1], state[2], state[3]\n",
+        "    x, x_dot, theta, theta_dot = state[0], state[1], state[2], state[3]\n"
+        f"    if abs(theta_dot) > {largest!r}:\n"
+        "        raise ValueError('no table entry for this state')\n")
+    assert fragile != MODEL.read_text()
+    evaluation = evaluator.evaluate(fragile)
+    assert evaluation.buggy and evaluation.report["stage"] == "beyond_data"
+    assert evaluation.report["score"] == 1.0  # on the data itself it is right
+    assert "where the recorded data does not go" in evaluation.feedback
+    assert "no table entry for this state" in evaluation.feedback
+    failed_on = evaluation.report["beyond_data"]["state"]
+    assert abs(failed_on[3]) > largest
+    _, lenient = make_cwmb_world("CartPole-v1", assist=AssistConfig(fit_constants=False,
+                                                                     beyond_data=False))
+    assert lenient.evaluate(fragile).score == 1.0
+    assert not evaluator.evaluate(MODEL.read_text()).buggy  # the true model runs everywhere

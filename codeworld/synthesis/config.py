@@ -61,6 +61,11 @@ class AssistConfig:
         copies: a program equal (up to comments and layout) to the skeleton or to an earlier
             call's program is recognised as a copy: recorded as one, not scored again, not
             expanded again by the search (`codeworld.synthesis.runner.normalized`).
+        beyond_data: a program that runs on the recorded transitions is also stepped where
+            planning will take it (every recorded state with every action, or with sampled
+            actions, and rollouts from the recorded first states); one that raises or returns
+            a non-finite value there goes to *fix*.
+        beyond_steps: the length of those rollouts.
     """
 
     scaffold: bool = True
@@ -74,10 +79,12 @@ class AssistConfig:
     relations: bool = True
     form_from_data: bool = True
     copies: bool = True
+    beyond_data: bool = True
+    beyond_steps: int = 30
 
     # What a saved config without these (older) fields was made with.
     ABSENT_IN_OLDER_RUNS: ClassVar[dict] = {"relations": False, "form_from_data": False,
-                                            "copies": False}
+                                            "copies": False, "beyond_data": False}
 
     def __post_init__(self) -> None:
         if self.fit_seconds <= 0:

@@ -229,12 +229,27 @@ class ScorerEvaluator:
                                 + error_feedback(data, program))
                     return ProgramEvaluation(0.0, True, feedback, None, data)
             report, predictions = self.scorer.score_worker(worker, timeout_s=self.timeout_s)
-            held = None
+            held = beyond = None
             if report.ok and self.heldout is not None:
                 held, _ = self.heldout.score_worker(worker, timeout_s=self.timeout_s)
+            if report.ok and self.assist.beyond_data:
+                beyond = self.beyond_data(worker)
         data = report.to_dict()
         if not report.ok:
             return ProgramEvaluation(0.0, True, error_feedback(data, program), None, data)
+        if beyond is not None:
+            data.update(status=beyond["status"], stage="beyond_data", beyond_data=beyond,
+                        message=beyond["message"], line=beyond.get("line"))
+            feedback = ("It runs on every recorded transition, but planning steps it where the "
+                        f"recorded data does not go, and there it fails: {beyond['message']}")
+            if beyond.get("line"):
+                lines = program.splitlines()
+                if 1 <= beyond["line"] <= len(lines):
+                    feedback += (f"\nThe failing line is line {beyond['line']}: "
+                                 f"{lines[beyond['line'] - 1].strip()}")
+            feedback += (f"\nIt happened on step(state={_values(beyond['state'])}, "
+                         f"action={_values(beyond['action'])}).")
+            return ProgramEvaluation(0.0, True, feedback, None, data)
         if held is not None:
             data["heldout"] = held.summary()
         mispredicted = data.get("first_error")
@@ -264,6 +279,61 @@ class ScorerEvaluator:
                         f"action {mispredicted.get('action')}: expected {mispredicted.get('expected')}, "
                         f"predicted {mispredicted.get('predicted')}")
         return ProgramEvaluation(score, False, feedback, mispredicted, data)
+
+    def beyond_data(self, worker: Any) -> dict | None:
+        """Step the program where planning will take it, beyond the recorded transitions: every
+        recorded state (at most 2,000) with every discrete action (or 4 actions drawn from the
+        box), then rollouts of `AssistConfig.beyond_steps` steps with random actions from the
+        recorded first states (at most 16). None when it runs and stays finite everywhere;
+        else the failure: status, message, line, and the state and action it failed on."""
+        spec, buf = self.scorer.spec, self.scorer.buffer
+        rng = np.random.default_rng(0)
+        states = np.unique(buf.obs, axis=0)
+        if len(states) > 2000:
+            states = states[rng.choice(len(states), 2000, replace=False)]
+
+        def actions_for(k: int, every: bool) -> np.ndarray:
+            if spec.discrete:
+                n = max(int(spec.n_actions), 1)
+                return (np.tile(np.arange(n), k) if every else rng.integers(0, n, k)).reshape(-1, 1)
+            low = np.asarray(spec.action_low, dtype=np.float64)
+            high = np.asarray(spec.action_high, dtype=np.float64)
+            return rng.uniform(low, high, size=(k * (4 if every else 1), len(low)))
+
+        def check(batch: np.ndarray, actions: np.ndarray) -> tuple[dict | None, np.ndarray]:
+            repeat = len(actions) // len(batch)
+            inputs = np.repeat(batch, repeat, axis=0)
+            prediction = worker.predict(inputs, actions, timeout_s=self.timeout_s)
+            k = prediction.n_predicted
+            bad = None
+            if not prediction.ok:
+                bad = min(k, len(inputs) - 1)
+                failure = {"status": prediction.result.status,
+                           "message": prediction.result.message or prediction.result.status,
+                           "line": prediction.result.line}
+            else:
+                finite = (np.isfinite(prediction.next_states).all(axis=1)
+                          & np.isfinite(prediction.rewards))
+                if not finite.all():
+                    bad = int(np.flatnonzero(~finite)[0])
+                    failure = {"status": "invalid_output",
+                               "message": "it returned a value that is not finite (nan or inf)"}
+            if bad is None:
+                return None, prediction.next_states
+            action = actions[bad]
+            return {**failure, "state": [float(v) for v in inputs[bad]],
+                    "action": [float(int(action[0]))] if spec.discrete else
+                    [float(v) for v in action]}, prediction.next_states
+
+        failure, _ = check(states, actions_for(len(states), every=True))
+        if failure is not None:
+            return failure
+        starts = np.unique(buf.obs[np.unique(buf.episode_start)], axis=0)[:16]
+        for _ in range(int(self.assist.beyond_steps)):
+            failure, starts = check(starts, actions_for(len(starts), every=False))
+            if failure is not None:
+                return failure
+        return None
 
     def error_summary(self, predictions: Any) -> str:
         """The summary of a healthy program's errors over the buffer (`summarize_errors`)."""
