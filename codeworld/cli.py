@@ -17,6 +17,7 @@ COMMAND_MODULES = [
     "codeworld.commands.score",
     "codeworld.commands.fit",
     "codeworld.commands.plan",
+    "codeworld.commands.train",
     "codeworld.commands.llm",
     "codeworld.commands.build_llm",
     "codeworld.commands.synthesize",

@@ -56,15 +56,17 @@ def _decodable(space: gym.Space) -> bool:
     return isinstance(space, gym.spaces.Tuple) and all(isinstance(s, gym.spaces.Discrete) for s in space)
 
 
-def model_spaces(spec, real_env=None) -> tuple[gym.Space, gym.Space]:
+def model_spaces(spec, real_env=None, encoded: bool = False) -> tuple[gym.Space, gym.Space]:
     """The (observation, action) spaces a policy trained in the model sees.
 
     The real environment's spaces when the model's flat encoding maps back to them (a Box, a
     Discrete, a tuple of Discretes; integer or box actions the env takes as they are), else the
     encoding itself: a float64 Box of the state's length, and ``Discrete(n_actions)`` or the action
-    box. A logged dataset (no simulator) always gets the encoding.
+    box. A logged dataset (no simulator), or `encoded` asked for, gets the encoding.
     """
     obs_space = act_space = None
+    if encoded:
+        real_env = None
     if real_env is not None and spec.obs_encoder is None and _decodable(real_env.observation_space):
         obs_space = real_env.observation_space
     if real_env is not None and spec.action_decoder is None:
@@ -160,13 +162,14 @@ class StartStates:
 class _ModelBackend:
     """What both envs share: the spec, the real env (spaces, start states), the worker with the model."""
 
-    def __init__(self, env, source: str, compile: bool, limits, start_pool: int = DEFAULT_START_POOL):
+    def __init__(self, env, source: str, compile: bool, limits, start_pool: int = DEFAULT_START_POOL,
+                 encoded_spaces: bool = False):
         from codeworld.envs import get_spec, make_env
         from codeworld.sandbox import ModelWorker, SandboxLimits
 
         self.spec = get_spec(env)
         self.real = make_env(self.spec.env_id) if self.spec.simulator else None
-        self.observation_space, self.action_space = model_spaces(self.spec, self.real)
+        self.observation_space, self.action_space = model_spaces(self.spec, self.real, encoded_spaces)
         self.starts = StartStates(self.spec, self.real, start_pool)
         self.worker = ModelWorker(source, discrete=self.spec.discrete, compile=compile,
                                   limits=limits or SandboxLimits(preload_numba=compile))
@@ -360,6 +363,7 @@ class CodeWorldVectorEnv(VectorEnv):
         limits: sandbox limits for the model's worker.
         autoreset_mode: ``AutoresetMode.NEXT_STEP`` (default) or ``AutoresetMode.SAME_STEP``.
         start_pool: how many seeded real resets the copies start from (see `StartStates`).
+        encoded_spaces: use the model's encoding as the spaces, not the real env's (see `model_spaces`).
 
     ``reset(options={"states": S})`` starts the copies from the encoded states ``S`` (num_envs rows).
     ``states`` holds the copies' encoded states after the last call; ``model_steps`` counts the
@@ -369,10 +373,10 @@ class CodeWorldVectorEnv(VectorEnv):
     def __init__(self, env, source: str, num_envs: int, *, compile: bool = True,
                  max_episode_steps: int | None = None, limits=None,
                  autoreset_mode: AutoresetMode = AutoresetMode.NEXT_STEP,
-                 start_pool: int = DEFAULT_START_POOL):
+                 start_pool: int = DEFAULT_START_POOL, encoded_spaces: bool = False):
         if autoreset_mode not in (AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP):
             raise ValueError(f"autoreset mode {autoreset_mode} is not supported (next-step or same-step)")
-        self._backend = _ModelBackend(env, source, compile, limits, start_pool)
+        self._backend = _ModelBackend(env, source, compile, limits, start_pool, encoded_spaces)
         self.metadata = {"autoreset_mode": autoreset_mode, "render_modes": []}
         self.num_envs = int(num_envs)
         self.single_observation_space = self._backend.observation_space
