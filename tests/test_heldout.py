@@ -178,3 +178,46 @@ def test_a_model_that_fails_beyond_the_recorded_states_goes_to_fix():
                                                                      beyond_data=False))
     assert lenient.evaluate(fragile).score == 1.0
     assert not evaluator.evaluate(MODEL.read_text()).buggy  # the true model runs everywhere
+
+
+CLIFF = """
+import numpy as np
+
+
+def step(state, action):
+    pos = int(state[0])
+    row, col = divmod(pos, 12)
+    if action == 0:
+        row = max(row - 1, 0)
+    elif action == 1:
+        col = min(col + 1, 11)
+    elif action == 2:
+        row = min(row + 1, 3)
+    else:
+        col = max(col - 1, 0)
+    new = row * 12 + col
+    reward = -1.0
+    if 37 <= new <= 46:
+        new = 36
+        REWARD_LINE
+    return np.array([float(new)]), reward, new == 47
+"""
+
+
+def test_the_composition_keeps_a_rare_reward_that_the_common_case_would_drop():
+    from codeworld.synthesis.compose import compose_programs
+
+    scorer = Scorer("CliffWalking-v1")
+    cliff = scorer.buffer.rewards == -100
+    assert 0 < cliff.mean() < 0.1  # the cliff's reward is rare in the recorded data
+    never = CLIFF.replace("REWARD_LINE", "pass")  # right on every state, never the cliff's reward
+    # the cliff's reward right, and a wrong -100 on about a fifth of the other transitions
+    noisy = CLIFF.replace("REWARD_LINE", "reward = -100.0").replace(
+        "    return np.array", "    if (pos * 7 + int(action)) % 5 == 0:\n        reward = -100.0\n"
+        "    return np.array").replace("        new = 36\n", "        new = 0\n")
+    composition = compose_programs([(0, never), (1, noisy)], scorer)
+    assert composition.status == "composed"
+    assert composition.choice["reward"] == 1 and composition.choice["state[0]"] == 0
+    assert composition.choice["done"] == 0
+    # on the plain score alone, the common case would have won the reward
+    assert composition.candidate_scores[0] > composition.candidate_scores[1]

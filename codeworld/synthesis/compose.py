@@ -23,6 +23,8 @@ import ast
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from codeworld.sandbox import PROGRAM_TIMEOUT_S
 from codeworld.synthesis.repairs import step_function
 
@@ -105,6 +107,19 @@ def compose_programs(candidates: list[tuple[int, str]], scorer: Any, *, timeout_
     def score(next_states, rewards, dones) -> float:
         return scorer.score_predictions(Predictions(next_states, rewards, dones, n)).score
 
+    from codeworld.scoring.scorer import evaluate
+
+    buffer = scorer.buffer
+    true_done = buffer.terminated if scorer.mode == "sound" else buffer.dones
+
+    def balanced(component: str, states, rewards, dones) -> float:
+        """The reward's or done's accuracy averaged over its recorded values, so that a rare
+        one (a goal's reward, an episode end) weighs as much as the common one."""
+        ev = evaluate(buffer, scorer.spec, scorer.mode, Predictions(states, rewards, dones, n))
+        right = ~(ev.wrong_reward if component == "reward" else ev.wrong_done)
+        classes = buffer.rewards if component == "reward" else true_done
+        return float(np.mean([right[classes == c].mean() for c in np.unique(classes)]))
+
     for component in list(index):
         best_k, best = 0, None
         for k, (_, _, pred) in enumerate(usable):
@@ -115,8 +130,10 @@ def compose_programs(candidates: list[tuple[int, str]], scorer: Any, *, timeout_
                 dones = pred.dones
             else:
                 states[:, int(component)] = pred.next_states[:, int(component)]
-            value = score(states, rewards, dones)
-            if best is None or value > best + 1e-12:
+            value = (score(states, rewards, dones),)
+            if component in ("reward", "done"):  # rare values first, then the score
+                value = (balanced(component, states, rewards, dones),) + value
+            if best is None or _better(value, best):
                 best_k, best = k, value
         index[component] = best_k
         chosen = usable[best_k][2]
@@ -138,6 +155,16 @@ def compose_programs(candidates: list[tuple[int, str]], scorer: Any, *, timeout_
         return Composition("not_functional", choice=choice, predicted_score=predicted,
                            candidate_scores=scores)
     return Composition("composed", source, choice, [usable[k][0] for k in used], predicted, scores)
+
+
+def _better(value: tuple, best: tuple, margin: float = 1e-12) -> bool:
+    """Whether `value` beats `best`, comparing their entries in order (beyond a rounding margin)."""
+    for a, b in zip(value, best):
+        if a > b + margin:
+            return True
+        if a < b - margin:
+            return False
+    return False
 
 
 def compose_source(sources: list[str], calls: list[int], index: dict[str, int], state_dim: int) -> str | None:
