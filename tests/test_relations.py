@@ -254,3 +254,16 @@ def test_a_reward_formula_of_the_new_state_is_recovered():
                              atol=1e-8, rtol=1e-8)
     assert r is not None and r.exact == 1.0
     assert r.line().startswith("- reward = -new_x**2 - 0.1*new_v**2 - 0.01*action[0]**2")
+
+
+def test_without_structure_the_fits_are_plain_linear_ones():
+    rng = np.random.default_rng(6)
+    obs = rng.uniform(-np.pi, np.pi, size=(300, 2))
+    actions = rng.integers(0, 2, size=300)
+    nxt = np.column_stack([obs[:, 0], obs[:, 1] + 0.05 * np.sin(obs[:, 0])])
+    full = find_relations(obs, actions, nxt, ["a", "b"], discrete=True, n_actions=2, atol=1e-8,
+                          rtol=1e-8)
+    plain = find_relations(obs, actions, nxt, ["a", "b"], discrete=True, n_actions=2, atol=1e-8,
+                           rtol=1e-8, structure=False)
+    assert "math.sin(a)" in full[1].formula and full[1].exact == 1.0
+    assert all("math." not in r.formula for r in plain)

@@ -19,7 +19,7 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9._+=-]+")
 # are the paper's Table 6 (one kind of GIF-MCTS action); the others switch off one of codeworld's
 # aids to a small model (the scaffold in the prompts, the static checks with the smoke run and the
 # mechanical repairs, the error summary in improve prompts, the constant fit after the search, the composition,
-# the data's fitted relations in the prompts).
+# the data's fitted relations in the prompts, their nonlinear structure).
 # A ``finish.`` field belongs to the `FinishConfig` of the run, the others to the method's config.
 ABLATIONS: dict[str, dict[str, Any]] = {
     "no-generate": {"allow_generate": False},
@@ -31,6 +31,10 @@ ABLATIONS: dict[str, dict[str, Any]] = {
     "no-fit": {"assist.fit_constants": False, "finish.fit_constants": False},
     "no-compose": {"finish.compose": False},
     "no-relations": {"assist.relations": False},
+    # the data section off altogether, and on with plain linear fits only (no term library,
+    # clips, wraps, exceptions or reward formula)
+    "no-data": {"assist.relations": False},
+    "no-structure": {"assist.structure": False},
 }
 
 

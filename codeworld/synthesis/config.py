@@ -56,6 +56,10 @@ class AssistConfig:
             least-squares fit of its change that is right on most transitions or explains most
             of the change, and the recorded rewards and episode ends with an example of each
             rare one (`codeworld.synthesis.relations`).
+        structure: the data section's fits go beyond sparse linear ones: a term library
+            (sin/cos, squares, products, abs, sign), clips at bounds, wraps, decision-list
+            exceptions for whole-number rules, and a reward formula
+            (`codeworld.synthesis.relations.term_library`).
         form_from_data: the scaffold reads a component whose recorded values are all whole
             numbers as an int, and its reward line says the recorded default is not the rule.
         copies: a program equal (up to comments and layout) to the skeleton or to an earlier
@@ -77,14 +81,16 @@ class AssistConfig:
     fit_constants: bool = True
     fit_seconds: float = 15.0
     relations: bool = True
+    structure: bool = True
     form_from_data: bool = True
     copies: bool = True
     beyond_data: bool = True
     beyond_steps: int = 30
 
     # What a saved config without these (older) fields was made with.
-    ABSENT_IN_OLDER_RUNS: ClassVar[dict] = {"relations": False, "form_from_data": False,
-                                            "copies": False, "beyond_data": False}
+    ABSENT_IN_OLDER_RUNS: ClassVar[dict] = {"relations": False, "structure": False,
+                                            "form_from_data": False, "copies": False,
+                                            "beyond_data": False}
 
     def __post_init__(self) -> None:
         if self.fit_seconds <= 0:

@@ -408,7 +408,7 @@ def make_cwmb_world(env_id: str, *, buffer: Any = None, mode: str = "sound",
     scaffold = build_scaffold(scorer.spec, description, rewards=buf.rewards,
                               states=np.concatenate([buf.obs, buf.next_obs])
                               if assist.form_from_data else None)
-    data = _relations(scorer, scaffold.references) if assist.relations else ""
+    data = _relations(scorer, scaffold.references, assist.structure) if assist.relations else ""
     prompts = CwmbPrompts(description, scaffold if assist.scaffold else None, data)
     evaluator = ScorerEvaluator(scorer, timeout_s, assist, scaffold.names, heldout, split)
     # an answer that hands the skeleton back is recognised as a copy (the runner's `normalized`)
@@ -437,7 +437,7 @@ def make_run_world(run_dir: Any, spec: Any, assist: Any = None, *,
     return prompts, evaluator
 
 
-def _relations(scorer: Any, names) -> str:
+def _relations(scorer: Any, names, structure: bool = True) -> str:
     """The prompt section of what the scorer's buffer shows: the fitted relations (in the
     scorer's tolerances), the rewards and the episode ends."""
     import numpy as np
@@ -450,10 +450,10 @@ def _relations(scorer: Any, names) -> str:
     tol = tolerances(spec, scorer.mode)
     found = find_relations(buf.obs, buf.actions, buf.next_obs, names, discrete=spec.discrete,
                            n_actions=spec.n_actions, atol=tol.state_atol, rtol=tol.state_rtol,
-                           mask=~np.asarray(buf.terminated, dtype=bool))
+                           mask=~np.asarray(buf.terminated, dtype=bool), structure=structure)
     outcomes = outcomes_text(buf.obs, buf.actions, buf.next_obs, buf.rewards, buf.terminated,
                              discrete=spec.discrete, names=names, n_actions=spec.n_actions)
-    if len(np.unique(buf.rewards)) > 6:  # many values: a formula, where one fits
+    if structure and len(np.unique(buf.rewards)) > 6:  # many values: a formula, where one fits
         reward = find_reward_relation(buf.next_obs, buf.actions, buf.rewards, names,
                                       discrete=spec.discrete, n_actions=spec.n_actions,
                                       atol=tol.reward_atol, rtol=tol.reward_rtol)

@@ -130,7 +130,7 @@ def term_library(x: np.ndarray, names, integer: bool,
 def find_relations(obs: np.ndarray, actions: np.ndarray, next_obs: np.ndarray, names, *,
                    discrete: bool, n_actions: int, atol: float, rtol: float,
                    mask: np.ndarray | None = None, max_terms: int = 3,
-                   digits: int = 4) -> list[Relation]:
+                   digits: int = 4, structure: bool = True) -> list[Relation]:
     """Sparse linear fits of each component's change (see the module docstring).
 
     Args:
@@ -142,6 +142,7 @@ def find_relations(obs: np.ndarray, actions: np.ndarray, next_obs: np.ndarray, n
         mask: the transitions to fit and check (default all), e.g. those not ending an episode.
         max_terms: at most this many terms besides the intercept.
         digits: significant digits the coefficients are rounded to.
+        structure: also the term library, clips, wraps and exceptions (else plain linear fits).
 
     Returns:
         One `Relation` per component, in component order, whose fit is right on at least half
@@ -173,7 +174,8 @@ def find_relations(obs: np.ndarray, actions: np.ndarray, next_obs: np.ndarray, n
             labels.append(f"action[{j}]")
         intercept = np.ones((n, 1))
         seen = np.ones(1, dtype=bool)
-    extra_columns, extra_labels = term_library(x, names, integer)  # after the plain terms
+    extra_columns, extra_labels = (term_library(x, names, integer) if structure
+                                   else ([], []))  # after the plain terms
     columns += extra_columns
     labels += extra_labels
     candidates = np.stack(columns, axis=1) if columns else np.zeros((n, 0))
@@ -183,11 +185,11 @@ def find_relations(obs: np.ndarray, actions: np.ndarray, next_obs: np.ndarray, n
         fit = (i, names[i], x[:, i], y, y_next[:, i], intercept, seen, candidates, labels,
                integer, atol, rtol, max_terms, digits)
         relation = _relation(*fit)
-        if not integer:
+        if structure and not integer:
             relation = _clipped(relation, fit)
             relation = _wrapped(relation, y_next[:, i], atol, rtol)
             relation = _angle(relation, fit)
-        if relation is not None and integer and relation.exact < 1.0:
+        if structure and relation is not None and integer and relation.exact < 1.0:
             relation = _with_exceptions(relation, x[:, i], y_next[:, i], atol, rtol, names[i])
         if relation is not None:
             relations.append(relation)
