@@ -138,8 +138,13 @@ def test_a_copy_of_the_skeleton_or_of_an_earlier_program_is_recognised(tmp_path)
                       and calls[c]["request"]["parent"] == 0]
     assert len(root_generates) >= 2 and root_generates[0] == 0
     assert "handed back the skeleton" not in calls[0]["messages"][1]["content"]
+    assert "new_cart_position" not in calls[0]["messages"][-1]["content"]
     for c in root_generates[1:]:
         assert "1 earlier answer to this request handed back the skeleton" in calls[c]["messages"][1]["content"]
+        # ... and it starts from another partial program: the data's exact rules as code
+        prefill = calls[c]["messages"][-1]["content"]
+        assert calls[c]["messages"][-1]["role"] == "assistant"
+        assert "    new_cart_position = cart_position + 0.02*cart_velocity\n" in prefill
 
 
 def test_the_skeleton_handed_back_twice_is_scored_once(tmp_path):

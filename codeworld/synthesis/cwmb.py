@@ -35,11 +35,16 @@ class CwmbPrompts:
         scaffold: the env's `codeworld.synthesis.scaffold.Scaffold`; None leaves it out.
         data: what the recorded data shows (`codeworld.synthesis.relations.relations_text`),
             shown after the scaffold; empty leaves it out.
+        starter: lines that continue the skeleton's head in a generate request made after
+            earlier answers were copies (`starter_lines`): the request starts from another
+            partial program instead of being sent again as it was.
     """
 
-    def __init__(self, description: str, scaffold: Any = None, data: str = ""):
+    def __init__(self, description: str, scaffold: Any = None, data: str = "",
+                 starter: str = ""):
         self.description = description
         self.scaffold = scaffold
+        self.starter = starter
         self.form = ("" if scaffold is None else
                      "\n## The form of the program\n\n" + scaffold.prompt_text() + "\n")
         if data:
@@ -58,12 +63,14 @@ class CwmbPrompts:
 
         d, form = self.description, self.form
         if request.action == GENERATE:
+            start = self.start(request.prefix if request.parent >= 0 else "")
             if request.feedback:  # earlier answers were copies (`copies_note`)
                 form = f"{form}\n{request.feedback}\n"
+                if self.scaffold is not None and start == self.scaffold.head():
+                    start += self.starter
             if request.parent < 0:
-                return render("zero_shot", description=d, form=form, start=self.start())
-            return render("generate", description=d, form=form,
-                          partial_program=self.start(request.prefix))
+                return render("zero_shot", description=d, form=form, start=start)
+            return render("generate", description=d, form=form, partial_program=start)
         if request.action == IMPROVE and (request.feedback or request.mispredicted):
             mis = request.mispredicted
             if mis and "expected" in mis and "predicted" in mis and not _is_summary(request.feedback):
@@ -408,13 +415,26 @@ def make_cwmb_world(env_id: str, *, buffer: Any = None, mode: str = "sound",
     scaffold = build_scaffold(scorer.spec, description, rewards=buf.rewards,
                               states=np.concatenate([buf.obs, buf.next_obs])
                               if assist.form_from_data else None)
-    data = _relations(scorer, scaffold.references, assist.structure) if assist.relations else ""
-    prompts = CwmbPrompts(description, scaffold if assist.scaffold else None, data)
+    data, found = (_relations(scorer, scaffold.references, assist.structure)
+                   if assist.relations else ("", []))
+    prompts = CwmbPrompts(description, scaffold if assist.scaffold else None, data,
+                          starter_lines(found))
     evaluator = ScorerEvaluator(scorer, timeout_s, assist, scaffold.names, heldout, split)
     # an answer that hands the skeleton back is recognised as a copy (the runner's `normalized`)
     evaluator.skeleton = scaffold.skeleton() if assist.scaffold else None
     evaluator.detect_copies = assist.copies
     return prompts, evaluator
+
+
+def starter_lines(relations: list) -> str:
+    """The first lines of the dynamics a *generate* request after copies starts from: the data
+    section's rules that are right on every transition, written as code into ``new_<name>``
+    (names that are identifiers, rules without exceptions); else a comment that starts them."""
+    lines = [f"    new_{r.name} = {r.formula}\n" for r in relations
+             if r.exact >= 1.0 and not r.exceptions and r.name.isidentifier()
+             and not (r.constant and r.formula == r.name)]
+    return ("    # the new values (`new_` names), from the old ones:\n" + "".join(lines) if lines
+            else "    # the new value of every name above, from the old values:\n")
 
 
 def make_run_world(run_dir: Any, spec: Any, assist: Any = None, *,
@@ -437,9 +457,9 @@ def make_run_world(run_dir: Any, spec: Any, assist: Any = None, *,
     return prompts, evaluator
 
 
-def _relations(scorer: Any, names, structure: bool = True) -> str:
+def _relations(scorer: Any, names, structure: bool = True) -> tuple[str, list]:
     """The prompt section of what the scorer's buffer shows: the fitted relations (in the
-    scorer's tolerances), the rewards and the episode ends."""
+    scorer's tolerances), the rewards and the episode ends; and the relations found."""
     import numpy as np
 
     from codeworld.scoring.scorer import tolerances
@@ -460,4 +480,4 @@ def _relations(scorer: Any, names, structure: bool = True) -> str:
         if reward is not None:
             outcomes += (reward.line() + "  (`new_x` stands for the value x has after the "
                          "step)\n")
-    return relations_text(found, len(buf.obs), outcomes=outcomes)
+    return relations_text(found, len(buf.obs), outcomes=outcomes), found
