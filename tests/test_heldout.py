@@ -226,3 +226,15 @@ def test_the_composition_keeps_a_rare_reward_that_the_common_case_would_drop():
     assert composition.choice["done"] == 0
     # on the plain score alone, the common case would have won the reward
     assert composition.candidate_scores[0] > composition.candidate_scores[1]
+
+
+def test_held_out_reports_say_how_rare_outcomes_went():
+    prompts, evaluator = make_cwmb_world("CliffWalking-v1", assist=AssistConfig(fit_constants=False))
+    never = CLIFF.replace("REWARD_LINE", "pass")
+    rare = evaluator.evaluate(never).report["heldout"]["rare"]
+    held = evaluator.heldout.buffer
+    if (held.rewards == -100).any():  # the cliff's reward in the held-out episodes: never right
+        assert rare["reward"]["-100"] == 0.0
+    right = evaluator.evaluate(CLIFF.replace("REWARD_LINE", "reward = -100.0")).report["heldout"]["rare"]
+    assert all(v == 1.0 for v in right["reward"].values())
+    assert rare["n_ends"] == int(held.terminated.sum())

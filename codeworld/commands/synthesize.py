@@ -237,6 +237,12 @@ def score_lines(report: dict) -> list[str]:
     lines = [f"  {part} {_figures(train)}  ({report.get('n_transitions')} transitions)"]
     if held:
         lines.append(f"  held-out:      {_figures(held)}  ({held.get('n_transitions')} transitions)")
+        rare = held.get("rare") or {}
+        parts = [f"reward {v} right on {a:.0%}" for v, a in (rare.get("reward") or {}).items()]
+        if rare.get("done_on_ends") is not None:
+            parts.append(f"done right on {rare['done_on_ends']:.0%} of {rare['n_ends']} episode ends")
+        if parts:
+            lines.append(f"  rare, held-out: {'; '.join(parts)}")
     exact = report.get("exact")
     if exact and not exact.get("exact"):
         lines.append(f"  not exact:     {exact['wrong']} training transitions off by more than "

@@ -161,6 +161,22 @@ def evaluate(buffer: ReplayBuffer, spec: EnvSpec, mode: str, predictions: Predic
                             components, skill)
 
 
+def rare_accuracy(buffer: ReplayBuffer, spec: EnvSpec, mode: str, predictions: Predictions,
+                  rare: float = 0.1) -> dict[str, Any]:
+    """Accuracy on the rare outcomes, which a model that never predicts them can lose without
+    the mean noticing: per reward value seen on less than `rare` of the transitions, the share
+    of its transitions whose reward is right; and on the transitions that end an episode, the
+    share whose ``done`` is right (None where there are none)."""
+    ev = evaluate(buffer, spec, mode, predictions)
+    n = len(buffer)
+    values, counts = np.unique(buffer.rewards, return_counts=True)
+    rewards = {format(float(v), "g"): float((~ev.wrong_reward[buffer.rewards == v]).mean())
+               for v, c in zip(values, counts) if len(values) > 1 and c < rare * n}
+    ends = buffer.terminated if mode == SOUND else buffer.dones
+    return {"reward": rewards, "n_ends": int(ends.sum()),
+            "done_on_ends": float((~ev.wrong_done[ends]).mean()) if ends.any() else None}
+
+
 def exactness(buffer: ReplayBuffer, predictions: Predictions) -> dict[str, Any]:
     """Whether predictions are right within the paper's tolerance (``allclose(rtol=1e-5,
     atol=1e-5)`` on every next-state dimension and the reward; ``done`` equal to *terminated*)

@@ -238,7 +238,7 @@ class ScorerEvaluator:
             report, predictions = self.scorer.score_worker(worker, timeout_s=self.timeout_s)
             held = beyond = None
             if report.ok and self.heldout is not None:
-                held, _ = self.heldout.score_worker(worker, timeout_s=self.timeout_s)
+                held, held_predictions = self.heldout.score_worker(worker, timeout_s=self.timeout_s)
             if report.ok and self.assist.beyond_data:
                 beyond = self.beyond_data(worker)
         data = report.to_dict()
@@ -258,7 +258,12 @@ class ScorerEvaluator:
                          f"action={_values(beyond['action'])}).")
             return ProgramEvaluation(0.0, True, feedback, None, data)
         if held is not None:
+            from codeworld.scoring.scorer import rare_accuracy
+
             data["heldout"] = held.summary()
+            if held_predictions is not None:
+                data["heldout"]["rare"] = rare_accuracy(self.heldout.buffer, self.heldout.spec,
+                                                        self.heldout.mode, held_predictions)
         mispredicted = data.get("first_error")
         score = float(report.score)
         if not mispredicted and score >= PERFECT and predictions is not None:
