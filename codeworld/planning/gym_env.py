@@ -299,7 +299,71 @@ def op_vector_step(ctx, actions: np.ndarray) -> dict:
     copies that restarted this step) and, in same-step mode, ``final`` (index -> final state).
     A failing transition raises `OpFailure` whose ``transition`` is the copy.
     """
+    return _vector_step(ctx, ctx.state["vector"], np.ascontiguousarray(actions, dtype=np.float64))
+
+
+# The layout of the memory the parent and the serving worker share: (name, dtype, columns or 0).
+def _shared_layout(n: int, obs_dim: int, action_dim: int) -> list[tuple[str, Any, tuple]]:
+    return [("actions", np.float64, (n, action_dim)), ("states", np.float64, (n, obs_dim)),
+            ("final_states", np.float64, (n, obs_dim)), ("rewards", np.float64, (n,)),
+            ("terminated", np.bool_, (n,)), ("truncated", np.bool_, (n,)), ("reset", np.bool_, (n,)),
+            ("final", np.bool_, (n,))]
+
+
+def _shared_arrays(path: str, n: int, obs_dim: int, action_dim: int, create: bool) -> dict[str, np.ndarray]:
+    """Views of the shared file at `path` as the named arrays of `_shared_layout`."""
+    layout = _shared_layout(n, obs_dim, action_dim)
+    sizes = [int(np.prod(shape)) * np.dtype(dtype).itemsize for _, dtype, shape in layout]
+    offsets = np.concatenate([[0], np.cumsum([(s + 63) // 64 * 64 for s in sizes])])
+    if create:
+        with open(path, "wb") as handle:
+            handle.truncate(int(offsets[-1]))
+    buffer = np.memmap(path, dtype=np.uint8, mode="r+", shape=(int(offsets[-1]),))
+    return {name: buffer[offsets[i]:offsets[i] + sizes[i]].view(dtype).reshape(shape)
+            for i, (name, dtype, shape) in enumerate(layout)}
+
+
+@sandbox_op
+def op_vector_serve(ctx, path: str, requests: str, replies: str, n: int, obs_dim: int, action_dim: int) -> None:
+    """Step the copies on request until told to stop, through memory shared with the parent.
+
+    The parent writes the actions into the shared file and one byte ``S`` into the `requests`
+    pipe; the worker steps (as `op_vector_step`), writes states, rewards and flags back and
+    answers ``K``, or ``E`` before ending the op with the failure. ``Q`` (or the parent gone) ends it.
+    """
+    import os
+
+    shared = _shared_arrays(path, n, obs_dim, action_dim, create=False)
     v = ctx.state["vector"]
+    shared["states"][:] = v["states"]
+    v["states"] = shared["states"]  # stepped in place from now on
+    inbox = os.open(requests, os.O_RDONLY)
+    outbox = os.open(replies, os.O_WRONLY)
+    try:
+        while True:
+            command = os.read(inbox, 1)
+            if command != b"S":
+                return
+            try:
+                reply = _vector_step(ctx, v, shared["actions"])
+            except BaseException:
+                os.write(outbox, b"E")
+                raise
+            for key in ("rewards", "terminated", "truncated", "reset"):
+                shared[key][:] = reply[key]
+            shared["final"][:] = False
+            if "final" in reply:
+                idx, finals = reply["final"]
+                shared["final"][idx] = True
+                shared["final_states"][idx] = finals
+            os.write(outbox, b"K")
+    finally:
+        v["states"] = np.array(shared["states"])
+        os.close(inbox)
+        os.close(outbox)
+
+
+def _vector_step(ctx, v: dict, actions: np.ndarray) -> dict:
     states, t, pool, rng = v["states"], v["t"], v["pool"], v["rng"]
     n = len(states)
     rewards = np.zeros(n)
@@ -389,6 +453,7 @@ class CodeWorldVectorEnv(VectorEnv):
         self._same_step = autoreset_mode == AutoresetMode.SAME_STEP
         self._pool_seed: int | None = None
         self._rng = np.random.default_rng()
+        self._channel: dict | None = None
 
     @property
     def spec_of_env(self):
@@ -416,19 +481,103 @@ class CodeWorldVectorEnv(VectorEnv):
         else:
             states = pool[self._rng.integers(len(pool), size=self.num_envs)]
         self.states = np.ascontiguousarray(states, dtype=np.float64).copy()
+        self._stop_serving()
         result = self._backend.worker.call(
             op_vector_reset, states=self.states, pool=pool, seed=int(self._rng.integers(2**63)),
             max_episode_steps=self.max_episode_steps, same_step=self._same_step)
         if not result.ok:
             raise WorldModelError(result)
+        self._start_serving()
         return decode_batch(self.single_observation_space, self.states), {}
+
+    # -- the shared-memory channel to the worker ---------------------------------------------------
+
+    def _start_serving(self) -> None:
+        """Have the worker serve steps through shared memory and two pipes in its directory."""
+        import os
+
+        box = self._backend.worker.sandbox
+        workdir = box.workdir
+        if workdir is None:
+            return  # stepping falls back to one request per step
+        paths = {name: os.path.join(workdir, f"vector-{name}") for name in ("memory", "requests", "replies")}
+        for name in ("requests", "replies"):
+            if not os.path.exists(paths[name]):
+                os.mkfifo(paths[name], 0o600)
+        spec = self._backend.spec
+        shared = _shared_arrays(paths["memory"], self.num_envs, spec.obs_dim, spec.action_dim, create=True)
+        # Read-write ends: opening them does not wait for the worker; its ends are one-way.
+        requests = os.open(paths["requests"], os.O_RDWR)
+        replies = os.open(paths["replies"], os.O_RDWR)
+        started = box.begin(op_vector_serve, path=paths["memory"], requests=paths["requests"],
+                            replies=paths["replies"], n=self.num_envs, obs_dim=spec.obs_dim,
+                            action_dim=spec.action_dim)
+        self._channel = {"shared": shared, "requests": requests, "replies": replies}
+        if not started.ok:
+            self._close_channel()
+            raise WorldModelError(started)
+
+    def _close_channel(self) -> None:
+        import os
+
+        channel, self._channel = self._channel, None
+        if channel is not None:
+            os.close(channel["requests"])
+            os.close(channel["replies"])
+
+    def _stop_serving(self) -> None:
+        import os
+
+        if self._channel is None:
+            return
+        try:
+            os.write(self._channel["requests"], b"Q")
+        except OSError:
+            pass
+        self._backend.worker.sandbox.finish(timeout_s=10.0)
+        self._close_channel()
+
+    def _served_step(self, actions: np.ndarray) -> dict:
+        """One step through the shared memory; a failure ends the serving op and raises."""
+        import os
+        import select
+        import time
+
+        channel = self._channel
+        box = self._backend.worker.sandbox
+        channel["shared"]["actions"][:] = actions
+        os.write(channel["requests"], b"S")
+        deadline = time.monotonic() + box.limits.timeout_s
+        answer = b""
+        while True:
+            ready, _, _ = select.select([channel["replies"]], [], [], min(0.5, max(0.0, deadline - time.monotonic())))
+            if ready:
+                answer = os.read(channel["replies"], 1)
+                break
+            if not box.alive or time.monotonic() >= deadline:
+                break
+        if answer == b"K":
+            shared = channel["shared"]
+            reply = {key: shared[key].copy() for key in ("states", "rewards", "terminated", "truncated", "reset")}
+            if self._same_step and shared["final"].any():
+                idx = np.flatnonzero(shared["final"])
+                reply["final"] = (idx, shared["final_states"][idx].copy())
+            return reply
+        result = box.finish(timeout_s=10.0 if answer == b"E" else 0.0)
+        self._close_channel()
+        if result.ok:  # the op ended without a failure record: the channel broke
+            result.status, result.message = "crashed", "the worker stopped serving steps"
+        raise WorldModelError(result, copy=result.transition)
 
     def step(self, actions):
         actions = self._backend.encode_actions(actions, self.num_envs)
-        result = self._backend.worker.call(op_vector_step, actions=actions)
-        if not result.ok:
-            raise WorldModelError(result, copy=result.transition)
-        reply = result.value
+        if self._channel is not None:
+            reply = self._served_step(actions)
+        else:
+            result = self._backend.worker.call(op_vector_step, actions=actions)
+            if not result.ok:
+                raise WorldModelError(result, copy=result.transition)
+            reply = result.value
         self.states = reply["states"]
         self.model_steps += int(self.num_envs - reply["reset"].sum()) if not self._same_step else self.num_envs
         obs = decode_batch(self.single_observation_space, self.states)
@@ -444,4 +593,5 @@ class CodeWorldVectorEnv(VectorEnv):
         return obs, reply["rewards"], reply["terminated"], reply["truncated"], infos
 
     def close_extras(self, **kwargs: Any) -> None:
+        self._stop_serving()
         self._backend.close()

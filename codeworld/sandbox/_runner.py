@@ -296,6 +296,37 @@ class Sandbox:
             self._finish()
         return result
 
+    def begin(self, op: Callable | str, **kwargs: Any) -> SandboxResult:
+        """Send a request and return without waiting for its reply (`finish` collects it).
+
+        For an op that serves the parent over a channel of its own (shared memory, pipes in
+        `workdir`) until told to stop. Starts the worker first when needed; returns its failure
+        to start, else an ``ok`` result with no value.
+        """
+        name = op_name(op)
+        if not self.alive:
+            started = self.start()
+            if not started.ok:
+                return started
+        assert self._conn_out is not None
+        self._begun = time.monotonic()
+        try:
+            self._conn_out.send((name, kwargs))
+        except (BrokenPipeError, OSError):
+            pass  # the worker is gone; finish reports how it ended
+        return SandboxResult("ok")
+
+    def finish(self, timeout_s: float | None = None) -> SandboxResult:
+        """The outcome of the request sent by `begin`, waiting at most `timeout_s` from now."""
+        if self._proc is None or self._conn_in is None:
+            return SandboxResult("crashed", message="the sandbox worker is not running")
+        limit = self.limits.timeout_s if timeout_s is None else timeout_s
+        result = self._wait_reply(time.monotonic() + limit, expect_hello=False)
+        result.elapsed_s = time.monotonic() - getattr(self, "_begun", time.monotonic())
+        if not self.alive:
+            self._finish()
+        return result
+
     def _read_output(self) -> tuple[str, str]:
         texts = []
         for index, name in enumerate((".stdout", ".stderr")):
