@@ -315,10 +315,13 @@ def _shared_arrays(path: str, n: int, obs_dim: int, action_dim: int, create: boo
     layout = _shared_layout(n, obs_dim, action_dim)
     sizes = [int(np.prod(shape)) * np.dtype(dtype).itemsize for _, dtype, shape in layout]
     offsets = np.concatenate([[0], np.cumsum([(s + 63) // 64 * 64 for s in sizes])])
+    import mmap
+
     if create:
         with open(path, "wb") as handle:
             handle.truncate(int(offsets[-1]))
-    buffer = np.memmap(path, dtype=np.uint8, mode="r+", shape=(int(offsets[-1]),))
+    with open(path, "r+b") as handle:  # plain arrays over the mapping (np.memmap costs per operation)
+        buffer = np.frombuffer(mmap.mmap(handle.fileno(), int(offsets[-1])), dtype=np.uint8)
     return {name: buffer[offsets[i]:offsets[i] + sizes[i]].view(dtype).reshape(shape)
             for i, (name, dtype, shape) in enumerate(layout)}
 
