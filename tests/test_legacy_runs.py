@@ -53,7 +53,7 @@ def saved_scores(run: Path) -> dict[str, float]:
 def test_show_summarizes_a_legacy_run_as_before(legacy_run, capsys):
     assert main(["show", str(legacy_run)]) == 0
     assert capsys.readouterr().out == (SHOWN.format(run=legacy_run)
-                                       + f"tree picture: {legacy_run / 'tree.html'}\n")
+                                       + f"report: {legacy_run / 'report.html'}\n")
     assert main(["show", str(legacy_run), "--json", "--no-picture"]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["status"] == "finished" and summary["budget"] == 2 and summary["seed"] == 0

@@ -54,9 +54,9 @@ def test_synthesize_writes_a_complete_run_and_show_summarizes_it(tmp_path, progr
     shown = capsys.readouterr().out
     assert "best score 1.0000 (call 3)" in shown
     assert "generate 1 (1 buggy)" in shown and "fix 1 (0 buggy)" in shown
-    page = (out / "tree.html").read_text()
-    svg = page[page.index("<svg"):page.index("</svg>") + len("</svg>")]
-    root = ET.fromstring(svg)
+    page = (out / "report.html").read_text()
+    svg = page[page.index("<svg id='tree'"):]
+    root = ET.fromstring(svg[:svg.index("</svg>") + len("</svg>")])
     circles = root.findall(".//{http://www.w3.org/2000/svg}circle")
     assert len(circles) == 4  # the root and three programs
 

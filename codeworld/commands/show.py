@@ -1,32 +1,31 @@
-"""``codeworld show RUN_DIR``: summarize a synthesis run and draw its search tree as HTML.
+"""``codeworld show RUN_DIR``: summarize a synthesis run and write its report page.
 
 The summary gives the best score after each call, the mix of actions (and how many of each gave
-a buggy program), the accounting and the path of the best program. The picture (``tree.html`` in
-the run directory unless ``--html`` says otherwise) is a self-contained SVG: one circle per
-program, coloured from red (score 0) to green (score 1), buggy programs grey with a red cross,
-edges labelled by the action that made the child (G generate, I improve, F fix).
+a buggy program), the accounting and the path of the best program. The report page
+(``report.html`` in the run directory unless ``--html`` says otherwise; ``--open`` opens it) is
+built by `codeworld.commands.report_page`: the score against calls, the search tree, each call's
+program, prompt and answer, the best program, its mispredicted transitions, repairs, fits and
+planning returns.
 """
 
 from __future__ import annotations
 
 import argparse
-import html
 import json
 import sys
 from pathlib import Path
 
-ACTION_LETTER = {"generate": "G", "improve": "I", "fix": "F"}
-
-
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "show", help="summarize a synthesis run and draw its tree",
+        "show", help="summarize a synthesis run and write its report page",
         description="Print a run's best score per call, action mix and best program; write a "
-                    "picture of the search tree.")
+                    "report page (report.html: score against calls, the search tree, each "
+                    "call's prompt and answer, the best program, repairs, fits, planning).")
     parser.add_argument("run_dir", help="a directory written by `codeworld synthesize`")
     parser.add_argument("--html", default=None, metavar="PATH",
-                        help="where to write the tree picture (default RUN_DIR/tree.html)")
+                        help="where to write the report page (default RUN_DIR/report.html)")
     parser.add_argument("--no-picture", action="store_true", help="print the summary only")
+    parser.add_argument("--open", action="store_true", help="open the report page in a browser")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
     parser.set_defaults(func=run)
 
@@ -140,78 +139,6 @@ def format_summary(summary: dict) -> str:
     return "\n".join(lines)
 
 
-def _colour(score: float) -> str:
-    hue = int(round(120 * max(0.0, min(1.0, score))))
-    return f"hsl({hue}, 70%, 45%)"
-
-
-def tree_html(nodes: list[dict], title: str) -> str:
-    """A self-contained HTML page with the tree as SVG (see the module docstring)."""
-    children: dict[int, list[int]] = {}
-    by_call = {n["call"]: n for n in nodes}
-    for node in nodes:
-        parent = node["parent_call"] if node["parent_call"] in by_call else -1
-        children.setdefault(parent, []).append(node["call"])
-    x_of: dict[int, float] = {}
-    depth_of: dict[int, int] = {-1: 0}
-    next_leaf = [0]
-
-    def place(call: int, depth: int) -> float:
-        depth_of[call] = depth
-        kids = children.get(call, [])
-        if not kids:
-            x_of[call] = next_leaf[0]
-            next_leaf[0] += 1
-        else:
-            xs = [place(k, depth + 1) for k in kids]
-            x_of[call] = (xs[0] + xs[-1]) / 2
-        return x_of[call]
-
-    place(-1, 0)
-    dx, dy, pad, r = 46, 80, 40, 15
-    width = max(400, int(next_leaf[0] * dx + 2 * pad))
-    height = int((max(depth_of.values()) + 1) * dy + 2 * pad)
-
-    def pos(call: int) -> tuple[float, float]:
-        return pad + x_of[call] * dx + dx / 2, pad + depth_of[call] * dy
-
-    parts = []
-    for node in nodes:
-        parent = node["parent_call"] if node["parent_call"] in by_call else -1
-        (x1, y1), (x2, y2) = pos(parent), pos(node["call"])
-        parts.append(f'<line x1="{x1:.1f}" y1="{y1:.1f}" x2="{x2:.1f}" y2="{y2:.1f}" '
-                     f'stroke="#888" stroke-width="1.5"/>')
-        letter = ACTION_LETTER.get(node["action"], node["action"][:1].upper())
-        parts.append(f'<text x="{(x1 + x2) / 2 + 4:.1f}" y="{(y1 + y2) / 2:.1f}" '
-                     f'font-size="11" fill="#333">{letter}</text>')
-    rx, ry = pos(-1)
-    parts.append(f'<circle cx="{rx:.1f}" cy="{ry:.1f}" r="{r}" fill="#fff" stroke="#333"/>'
-                 f'<text x="{rx:.1f}" y="{ry + 4:.1f}" font-size="10" text-anchor="middle">root</text>')
-    for node in nodes:
-        x, y = pos(node["call"])
-        info = (f"call {node['call'] + 1}: {node['action']}, "
-                + ("buggy" if node["buggy"] else f"score {node['score']:.4f}")
-                + (f", value {node['value']:.4f}, visits {node['visits']}"
-                   if node.get("value") is not None else ""))
-        fill = "#bbb" if node["buggy"] else _colour(float(node["score"]))
-        parts.append(f'<g><title>{html.escape(info)}</title>'
-                     f'<circle cx="{x:.1f}" cy="{y:.1f}" r="{r}" fill="{fill}" stroke="#222"/>')
-        if node["buggy"]:
-            d = r * 0.6
-            parts.append(f'<path d="M{x - d:.1f},{y - d:.1f} L{x + d:.1f},{y + d:.1f} '
-                         f'M{x - d:.1f},{y + d:.1f} L{x + d:.1f},{y - d:.1f}" '
-                         f'stroke="#c00" stroke-width="2.5"/>')
-        parts.append(f'<text x="{x:.1f}" y="{y + 4:.1f}" font-size="10" text-anchor="middle" '
-                     f'fill="#000">{node["call"] + 1}</text></g>')
-    legend = ("Circles are programs, numbered by the call that wrote them; colour from red "
-              "(score 0) to green (score 1); grey with a red cross: buggy. Edge letters: "
-              "G generate, I improve, F fix. Hover a circle for its score.")
-    return (f"<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>{html.escape(title)}"
-            f"</title></head>\n<body style='font-family:sans-serif'>\n<h3>{html.escape(title)}</h3>"
-            f"\n<p>{legend}</p>\n<svg xmlns='http://www.w3.org/2000/svg' width='{width}' "
-            f"height='{height}'>\n" + "\n".join(parts) + "\n</svg>\n</body></html>\n")
-
-
 def run(args: argparse.Namespace) -> int:
     from codeworld.synthesis import RunDir
 
@@ -226,15 +153,18 @@ def run(args: argparse.Namespace) -> int:
         return 2
     picture = None
     if not args.no_picture:
-        tree = RunDir(path).read_json("tree.json") if (path / "tree.json").is_file() else {}
-        picture = Path(args.html) if args.html else path / "tree.html"
-        title = f"{summary['method']} on {summary['env_id']} ({summary['llm']}), {path.name}"
-        picture.write_text(tree_html(tree_nodes(tree), title), encoding="utf-8")
+        from codeworld.commands.report_page import write_run_page
+
+        picture = write_run_page(path, args.html)
         summary["picture"] = str(picture)
+        if args.open:
+            import webbrowser
+
+            webbrowser.open(picture.resolve().as_uri())
     if args.json:
         print(json.dumps(summary, indent=2))
     else:
         print(format_summary(summary))
         if picture is not None:
-            print(f"tree picture: {picture}")
+            print(f"report: {picture}")
     return 0
