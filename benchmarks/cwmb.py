@@ -14,7 +14,9 @@ Outputs in ``OUT`` (default ``benchmarks/results/cwmb-<llm>-budget<B>[-ablation]
   table, and the columns of the paper's published numbers beside ours;
 * ``plots/<env>.svg``: the best score so far against LLM calls, one line per method (mean over
   seeds), and ``plots/groups.svg`` for the group means;
-* ``jobs/*.json``: one record per job (the results store), with the command that made them.
+* ``jobs/*.json``: one record per job (the results store), with the command that made them;
+* ``report.html``: a page with the table, the curves and a link to each run's own page (written
+  into its run directory, as ``codeworld show`` does, where that directory is on this machine).
 
 Averaging conventions (as in the paper's Table 2): per environment the mean over seeds; per group
 (discrete / continuous action spaces) the mean over environments. A job whose search wrote no
@@ -696,9 +698,12 @@ def main(argv: list[str] | None = None) -> int:
     (out / "table.json").write_text(json.dumps({"meta": meta, "paper_numbers": paper, **summary},
                                                indent=2) + "\n", encoding="utf-8")
     write_plots(summary, meta, out / "plots")
+    from codeworld.commands.report_page import write_grid_page
+
+    page = write_grid_page(out, summary, meta, records, text)  # and each run's page
     print()
     print(text)
-    print(f"written: {out / 'table.md'}, {out / 'table.json'}, {out / 'plots'}/")
+    print(f"written: {out / 'table.md'}, {out / 'table.json'}, {out / 'plots'}/, {page}")
     return 0 if summary["failed"] == 0 else 1
 
 

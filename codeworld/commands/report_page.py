@@ -61,6 +61,7 @@ _SCRIPT = """
     text('detail-prompt', (c.prompt || []).map(m => '[' + m.role + ']\\n' + m.content).join('\\n\\n'));
     text('detail-answer', c.answer === null ? '(no call record)' : c.answer);
     text('detail-extra', c.extra || '');
+    el('detail-extra').hidden = !c.extra;
     el('details').hidden = false;
   }
   document.querySelectorAll('[data-call]').forEach(n => n.addEventListener('click', () => show(n.dataset.call)));
@@ -145,6 +146,8 @@ def line_plot(series: dict[str, list[float | None]], *, title: str, xlabel: str 
     for k, (name, values) in enumerate(series.items()):
         colour = palette[k % len(palette)]
         cls = (point_class or {}).get(name, "")
+        dash = " stroke-dasharray='6,3'" if k else ""
+        fill = "white" if k else colour
         runs: list[list[str]] = [[]]
         for i, v in enumerate(values):
             if v is None:
@@ -154,16 +157,16 @@ def line_plot(series: dict[str, list[float | None]], *, title: str, xlabel: str 
         for run in runs:
             if len(run) > 1:
                 out.append(f"<polyline points='{' '.join(run)}' fill='none' stroke='{colour}' "
-                           f"stroke-width='2'/>")
+                           f"stroke-width='2'{dash}/>")
         for i, v in enumerate(values):
             if v is not None:
                 out.append(f"<circle class='pt {cls}' data-call='{i + 1}' cx='{x(i + 1):.1f}' "
-                           f"cy='{y(v):.1f}' r='3.5' fill='{colour}'><title>{_e(name)}, call "
+                           f"cy='{y(v):.1f}' r='3.5' fill='{fill}' stroke='{colour}'><title>{_e(name)}, call "
                            f"{i + 1}: {float(v):.4f}</title></circle>")
         ly = top + 12 + 16 * legend
         legend += 1
         out.append(f"<line x1='{left + pw + 10}' x2='{left + pw + 26}' y1='{ly - 4}' "
-                   f"y2='{ly - 4}' stroke='{colour}' stroke-width='2'/>"
+                   f"y2='{ly - 4}' stroke='{colour}' stroke-width='2'{dash}/>"
                    f"<text x='{left + pw + 30}' y='{ly}'>{_e(name)}</text>")
     out.append("</svg>")
     return "\n".join(out)
@@ -505,10 +508,10 @@ def run_page(run_path: str | os.PathLike, planning: dict | None = None) -> str:
                   + "".join(rows) + "</table></details>")
 
     body = head + [
-        "<h2>Search</h2><div class='row'><div>", plot, "</div><div>",
-        f"<p class='muted' style='max-width:40em'>{legend}</p>", "</div></div>",
-        "<div class='row'><div style='overflow:auto;max-width:100%'>", tree_svg(nodes),
-        "</div></div>", details, call_table]
+        "<h2>Search</h2><div class='row'><div>", plot,
+        f"<p class='muted' style='max-width:34em'>{legend}</p></div>",
+        "<div style='overflow:auto;max-width:100%;flex:1'>", tree_svg(nodes), "</div></div>",
+        details, call_table]
     body.append("<h2>Best program</h2>")
     if best_record:
         program_path = run_path / "best_model.py"
