@@ -238,3 +238,21 @@ def test_held_out_reports_say_how_rare_outcomes_went():
     right = evaluator.evaluate(CLIFF.replace("REWARD_LINE", "reward = -100.0")).report["heldout"]["rare"]
     assert all(v == 1.0 for v in right["reward"].values())
     assert rare["n_ends"] == int(held.terminated.sum())
+
+
+def test_a_resumed_run_keeps_its_split(tmp_path, capsys):
+    wrong = MODEL.read_text().replace("TAU = 0.02", "TAU = 0.03")
+    script = tmp_path / "s.json"
+    script.write_text(json.dumps([fence(wrong), fence(MODEL.read_text())]))
+    out = tmp_path / "run"
+    common = ["--llm", f"scripted:{script}", "--out", str(out), "--no-fit", "--no-speed-step",
+              "--quiet"]
+    assert main(["synthesize", "CartPole-v1", "--budget", "1", "--heldout", "0.5", *common]) == 0
+    first = json.loads((out / "run.json").read_text())["split"]
+    assert first["heldout_fraction"] == 0.5 and first["n_heldout"] > 0
+    assert main(["synthesize", "--resume", "--budget", "2", *common]) == 0
+    capsys.readouterr()
+    assert json.loads((out / "run.json").read_text())["split"] == first
+    reports = [json.loads((out / "programs" / f"000{c}.json").read_text())["report"] for c in (0, 1)]
+    assert {r["n_transitions"] for r in reports} == {first["n_train"]}
+    assert {r["heldout"]["n_transitions"] for r in reports} == {first["n_heldout"]}
