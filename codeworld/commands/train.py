@@ -250,6 +250,11 @@ def run(args: argparse.Namespace) -> int:
     from codeworld.planning.evaluate import UNLIMITED_ENV_MAX_STEPS, evaluate
     from codeworld.planning.gym_env import CodeWorldVectorEnv, WorldModelError
 
+    import torch
+
+    # Small MLP policies gain nothing from more threads, and torch's idle workers spin on the cores
+    # the model's worker needs.
+    torch.set_num_threads(1)
     began = time.monotonic()
     max_steps = spec.max_episode_steps or UNLIMITED_ENV_MAX_STEPS
     record: dict[str, Any] = {
