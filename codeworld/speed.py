@@ -189,7 +189,8 @@ def speed_step(source: str, states: np.ndarray, actions: np.ndarray, *, discrete
 
     Args:
         source: the model program as written.
-        states, actions: the transitions of the equality check (the whole buffer).
+        states: the states of the equality check's transitions (the whole buffer).
+        actions: their actions.
         discrete: whether actions are integers.
         porters: extra port makers tried after the mechanical port, each
             ``porter(source, compile_error) -> program or None`` (e.g. an LLM call).

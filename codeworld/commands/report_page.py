@@ -607,7 +607,8 @@ def write_grid_page(out: str | os.PathLike, summary: dict, meta: dict, records: 
 
     Args:
         out: the results folder.
-        summary, meta: as for `grid_page`.
+        summary: as for `grid_page`.
+        meta: as for `grid_page`.
         records: the job records (``key``, ``result.run_dir``, ``result.planning``).
         table_md: the markdown tables.
     """
