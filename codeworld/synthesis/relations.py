@@ -158,22 +158,9 @@ def find_relations(obs: np.ndarray, actions: np.ndarray, next_obs: np.ndarray, n
     if n < 2:
         return []
     integer = atol == 0 and rtol == 0
-    columns, labels = [], []
-    for j in range(d):
-        columns.append(x[:, j])
-        labels.append(names[j])
-    if discrete:
-        a = a.reshape(n).astype(np.int64)
-        k = max(int(n_actions), int(a.max()) + 1)
-        intercept = (a[:, None] == np.arange(k)[None, :]).astype(np.float64)
-        seen = intercept.any(axis=0)
-    else:
-        a = a.reshape(n, -1).astype(np.float64)
-        for j in range(a.shape[1]):
-            columns.append(a[:, j])
-            labels.append(f"action[{j}]")
-        intercept = np.ones((n, 1))
-        seen = np.ones(1, dtype=bool)
+    intercept, seen, action_columns, action_labels = _action_terms(a, n, discrete, n_actions)
+    columns = [x[:, j] for j in range(d)] + action_columns
+    labels = list(names[:d]) + action_labels
     extra_columns, extra_labels = (term_library(x, names, integer) if structure
                                    else ([], []))  # after the plain terms
     columns += extra_columns
@@ -194,6 +181,23 @@ def find_relations(obs: np.ndarray, actions: np.ndarray, next_obs: np.ndarray, n
         if relation is not None:
             relations.append(relation)
     return relations
+
+
+def _action_terms(a: np.ndarray, n: int, discrete: bool, n_actions: int):
+    """How the action enters a fit: a discrete action as one intercept per action (and which
+    actions were seen), a continuous one as an intercept and one term per entry.
+
+    Returns:
+        (intercept columns, seen, action term columns, their labels)
+    """
+    if discrete:
+        a = a.reshape(n).astype(np.int64)
+        k = max(int(n_actions), int(a.max()) + 1)
+        intercept = (a[:, None] == np.arange(k)[None, :]).astype(np.float64)
+        return intercept, intercept.any(axis=0), [], []
+    a = a.reshape(n, -1).astype(np.float64)
+    return (np.ones((n, 1)), np.ones(1, dtype=bool), [a[:, j] for j in range(a.shape[1])],
+            [f"action[{j}]" for j in range(a.shape[1])])
 
 
 def _clipped(relation: Relation | None, fit: tuple) -> Relation | None:
@@ -350,26 +354,13 @@ def find_reward_relation(next_obs: np.ndarray, actions: np.ndarray, rewards: np.
     if n < 8:
         return None
     new_names = [f"new_{name}" for name in names]
-    columns = [nxt[:, j] for j in range(d)]
-    labels = list(new_names)
-    a = np.asarray(actions)
-    squares: list[np.ndarray] = []
-    if discrete:
-        a = a.reshape(n).astype(np.int64)
-        k = max(int(n_actions), int(a.max()) + 1)
-        intercept = (a[:, None] == np.arange(k)[None, :]).astype(np.float64)
-        seen = intercept.any(axis=0)
-    else:
-        a = a.reshape(n, -1).astype(np.float64)
-        for j in range(a.shape[1]):
-            columns.append(a[:, j])
-            labels.append(f"action[{j}]")
-            squares.append(a[:, j] ** 2)
-        intercept = np.ones((n, 1))
-        seen = np.ones(1, dtype=bool)
+    intercept, seen, action_columns, action_labels = _action_terms(
+        np.asarray(actions), n, discrete, n_actions)
+    columns = [nxt[:, j] for j in range(d)] + action_columns
+    labels = new_names + action_labels
     extra_columns, extra_labels = term_library(nxt, new_names, False)  # after the plain terms
-    columns += extra_columns + squares
-    labels += extra_labels + [f"action[{j}]**2" for j in range(len(squares))]
+    columns += extra_columns + [c ** 2 for c in action_columns]
+    labels += extra_labels + [f"{label}**2" for label in action_labels]
     candidates = np.stack(columns, axis=1)
     relation = _relation(-1, "reward", np.zeros(n), r, r, intercept, seen, candidates, labels,
                          False, atol, rtol, max_terms, digits)
