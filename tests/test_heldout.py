@@ -256,3 +256,4 @@ def test_a_resumed_run_keeps_its_split(tmp_path, capsys):
     reports = [json.loads((out / "programs" / f"000{c}.json").read_text())["report"] for c in (0, 1)]
     assert {r["n_transitions"] for r in reports} == {first["n_train"]}
     assert {r["heldout"]["n_transitions"] for r in reports} == {first["n_heldout"]}
+

@@ -251,7 +251,11 @@ def make_sokoban(level: str = "corridor", max_steps: int = 100) -> SokobanEnv:
     if level in LEVELS:
         return SokobanEnv(LEVELS[level], name=f"sokoban-{level}", max_steps=max_steps)
     if level.startswith("gen:"):
-        seed = int(level.split(":", 1)[1])
+        try:
+            seed = int(level.split(":", 1)[1])
+        except ValueError:
+            raise ValueError(f"a generated Sokoban level is gen:SEED with a whole-number seed, "
+                             f"not {level!r}") from None
         return SokobanEnv(generate_level(seed), name=f"sokoban-gen{seed}", max_steps=max_steps)
     if "\n" in level:
         return SokobanEnv(level, name="sokoban-custom", max_steps=max_steps)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import datetime as _dt
 import json
+import sys
 from pathlib import Path
 
 
@@ -43,17 +44,19 @@ def run(args: argparse.Namespace) -> int:
     from codeworld.agent.loop import summary_row
     from codeworld.llm import llm_from_args
 
+    from codeworld.llm import LLMError
+
     try:
         envs = [make_object_env(level) for level in args.levels]
-    except KeyError as exc:
-        print(f"error: {exc.args[0]}")
+        out = Path(args.out or f"runs/agent-{_dt.datetime.now():%Y%m%d-%H%M%S}")
+        config = AgentConfig(optimism=not args.no_optimism, transfer=not args.no_transfer,
+                             epsilon=args.epsilon, max_env_steps=args.max_env_steps,
+                             max_llm_calls=args.max_llm_calls, rewrite_calls=args.rewrite_calls,
+                             reliable_successes=args.reliable, seed=args.seed)
+        llm = llm_from_args(args, run_dir=str(out))
+    except (KeyError, ValueError, LLMError, OSError) as exc:  # a level, a number, an LLM spec
+        print(f"codeworld agent: {exc.args[0] if exc.args else exc}", file=sys.stderr)
         return 2
-    out = Path(args.out or f"runs/agent-{_dt.datetime.now():%Y%m%d-%H%M%S}")
-    config = AgentConfig(optimism=not args.no_optimism, transfer=not args.no_transfer,
-                         epsilon=args.epsilon, max_env_steps=args.max_env_steps,
-                         max_llm_calls=args.max_llm_calls, rewrite_calls=args.rewrite_calls,
-                         reliable_successes=args.reliable, seed=args.seed)
-    llm = llm_from_args(args, run_dir=str(out))
     with WorldCoderAgent(llm, config, run_dir=out) as agent:
         for env in envs:
             row = summary_row(agent.run_level(env))

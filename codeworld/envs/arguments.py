@@ -40,10 +40,12 @@ def env_from_args(args: argparse.Namespace, name: str | None = None) -> str:
     """
     from codeworld.envs.datasets import data_id
     from codeworld.envs.derive import env_spec, parse_kwargs
-    from codeworld.envs.registry import register_spec
+    from codeworld.envs.registry import UnknownEnvError, register_spec
 
     name = name if name is not None else args.env
-    if name.endswith(".npz") and ":" not in name and Path(name).is_file():
+    if name.endswith(".npz") and ":" not in name:
+        if not Path(name).is_file():  # a file was meant, not an environment id
+            raise UnknownEnvError(f"{name}: no such file")
         name = data_id(name)
     spec = env_spec(name, **parse_kwargs(getattr(args, "env_kwargs", None) or []))
     description = getattr(args, "description", None)
