@@ -3,7 +3,7 @@
 One run measures env steps per second (random actions, autoreset on) at batch sizes 1, 16, 256
 and 4096, for CartPole-v1, Pendulum-v1 and Acrobot-v1:
 
-* ``codeworld``: `CodeWorldVectorEnv` with the true-physics model of benchmarks/train_models/,
+* ``codeworld``: `CodeWorldVectorEnv` with the true-physics model of tests/models/,
   Numba-compiled, inside its sandbox worker (the copies stepped in one native loop per step,
   actions and states through shared memory);
 * ``gymnasium_sync``: Gymnasium's own envs under ``gymnasium.vector.SyncVectorEnv``;
@@ -33,9 +33,10 @@ import numpy as np
 from codeworld.planning import CodeWorldVectorEnv
 
 HERE = Path(__file__).resolve().parent
-MODELS = HERE / "train_models"
+TRUE_MODELS = HERE.parent / "tests" / "models"  # true-physics models, shared with the tests
 OUT = HERE / "results" / "train"
-ENVS = {"CartPole-v1": "cartpole_true.py", "Pendulum-v1": "pendulum_true.py", "Acrobot-v1": "acrobot_true.py"}
+ENVS = {"CartPole-v1": "cartpole_functional.py", "Pendulum-v1": "pendulum_functional.py",
+        "Acrobot-v1": "acrobot_functional.py"}
 
 
 def _actions(space: gym.Space, n: int, count: int, seed: int) -> list:
@@ -62,7 +63,7 @@ def _rate(step, actions: list, n: int, window_s: float) -> float:
 
 
 def _codeworld(env_id: str, n: int, window_s: float) -> float:
-    env = CodeWorldVectorEnv(env_id, (MODELS / ENVS[env_id]).read_text(), n)
+    env = CodeWorldVectorEnv(env_id, (TRUE_MODELS / ENVS[env_id]).read_text(), n)
     try:
         assert env.compiled, f"the {env_id} model did not compile"
         env.reset(seed=0)

@@ -5,7 +5,7 @@ number of training steps, trained on each source, then evaluated on the real env
 episodes, deterministic actions) at checkpoints along the way:
 
 * CartPole-v1, PPO: the model `codeworld demo` wrote (benchmarks/train_models/cartpole_demo.py),
-  a true-physics model, and the real env;
+  a true-physics model (tests/models/), and the real env;
 * Pendulum-v1, SAC: a true-physics model and the real env;
 * CliffWalking-v1, DQN: a true-rules model and the real env.
 
@@ -31,7 +31,8 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
-MODELS = HERE / "train_models"
+MODELS = HERE / "train_models"  # the demo's model
+TRUE_MODELS = HERE.parent / "tests" / "models"  # true-physics models, shared with the tests
 OUT = HERE / "results" / "train"
 
 
@@ -44,17 +45,24 @@ class Case:
     algo: str
     steps: int
     checkpoints: int
-    models: tuple[tuple[str, str], ...]  # (label, file in train_models/)
+    models: tuple[tuple[str, str], ...]  # (label, file in train_models/ or tests/models/)
     num_envs: int = 8
+    kwargs: tuple[tuple[str, object], ...] = ()  # the algorithm's, the same for every source
 
 
+# Hyperparameters: rl-baselines3-zoo's tuned ones for CartPole PPO (constant rates); SAC's defaults
+# for Pendulum; DQN with a target update and exploration scaled to the short budget.
 CASES = {
-    "cartpole": Case("cartpole", "CartPole-v1", "ppo", 60_000, 10,
-                     (("demo model", "cartpole_demo.py"), ("true model", "cartpole_true.py"))),
-    "pendulum": Case("pendulum", "Pendulum-v1", "sac", 20_000, 5, (("true model", "pendulum_true.py"),),
+    "cartpole": Case("cartpole", "CartPole-v1", "ppo", 100_000, 10,
+                     (("demo model", "cartpole_demo.py"), ("true model", "cartpole_functional.py")),
+                     kwargs=(("n_steps", 32), ("batch_size", 256), ("gae_lambda", 0.8), ("gamma", 0.98),
+                             ("n_epochs", 20), ("ent_coef", 0.0), ("learning_rate", 0.001))),
+    "pendulum": Case("pendulum", "Pendulum-v1", "sac", 20_000, 5, (("true model", "pendulum_functional.py"),),
                      num_envs=4),
     "cliffwalking": Case("cliffwalking", "CliffWalking-v1", "dqn", 40_000, 4,
-                         (("true model", "cliffwalking_true.py"),)),
+                         (("true model", "cliffwalking_functional.py"),),
+                         kwargs=(("target_update_interval", 1000), ("exploration_fraction", 0.3),
+                                 ("learning_rate", 0.001))),
 }
 
 
@@ -81,8 +89,9 @@ def _train_and_track(case: Case, source: str | None, seed: int) -> dict:
     spec = get_spec(case.env_id)
     max_steps = spec.max_episode_steps or UNLIMITED_ENV_MAX_STEPS
     algo = ALGORITHMS[case.algo]
-    # One PPO rollout per checkpoint (steps * 4 makes `_algorithm_kwargs` size it so).
-    kwargs = _algorithm_kwargs([], algo, case.num_envs, 4 * (case.steps // case.checkpoints))
+    # Without tuned values, one PPO rollout per checkpoint (steps * 4 makes `_algorithm_kwargs` size it so).
+    kwargs = _algorithm_kwargs([f"{k}={v}" for k, v in case.kwargs], algo, case.num_envs,
+                               4 * (case.steps // case.checkpoints))
     vec = None
     if source is None:
         venv = make_vec_env(lambda: TimeLimit(make_env(spec.env_id).unwrapped, max_steps), n_envs=case.num_envs,
@@ -136,16 +145,19 @@ def main() -> None:
         case = CASES[name]
         if args.quick:
             case = Case(case.name, case.env_id, case.algo, case.steps // 10, case.checkpoints, case.models,
-                        case.num_envs)
+                        case.num_envs, case.kwargs)
         random = evaluate(case.env_id, episodes=10, seed=1000, policies=("random",)).random.mean
         entry = {"case": case.name, "env_id": case.env_id, "algo": case.algo, "steps": case.steps,
+                 "algo_kwargs": dict(case.kwargs),
                  "num_envs": case.num_envs, "return_random": random, "sources": {}}
         for label, source_file in (*case.models, ("real env", None)):
             print(f"{case.env_id} {case.algo}: {label}", flush=True)
-            source = (MODELS / source_file).read_text() if source_file else None
+            path = None if source_file is None else (
+                MODELS / source_file if (MODELS / source_file).is_file() else TRUE_MODELS / source_file)
+            source = path.read_text() if path else None
             record = _train_and_track(case, source, args.seed)
             if source is not None:
-                record["model_file"] = f"benchmarks/train_models/{source_file}"
+                record["model_file"] = str(path.relative_to(HERE.parent))
                 record["model_accuracy"] = _score(case.env_id, source)
             entry["sources"][label] = record
         real = entry["sources"]["real env"]["final_return"]

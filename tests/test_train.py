@@ -17,26 +17,6 @@ MODELS = Path(__file__).parent / "models"
 CARTPOLE = (MODELS / "cartpole_functional.py").read_text()
 PENDULUM = (MODELS / "pendulum_functional.py").read_text()
 
-LAKE_MODEL = """
-import numpy as np
-
-MAP = ["SFFF", "FHFH", "FFFH", "HFFG"]
-
-
-def step(state, action):
-    row, col = divmod(int(state[0]), 4)
-    if action == 0:
-        col = max(col - 1, 0)
-    elif action == 1:
-        row = min(row + 1, 3)
-    elif action == 2:
-        col = min(col + 1, 3)
-    elif action == 3:
-        row = max(row - 1, 0)
-    cell = MAP[row][col]
-    return np.array([float(row * 4 + col)]), float(cell == "G"), cell in "GH"
-"""
-
 # True CartPole physics that raises once the pole leans past 0.1 rad: during training, not at load.
 RAISING_CARTPOLE = CARTPOLE.replace(
     "    done = x < -X_LIMIT",
@@ -183,23 +163,24 @@ def test_train_runs_in_a_true_model_and_evaluates_on_the_real_env(tmp_path, cach
 
 
 def test_dqn_trains_on_a_module_registered_env(tmp_path, cache, sb3, monkeypatch, capsys):
-    package = tmp_path / "trainlake_codeworld_test"
+    package = tmp_path / "trainpole_codeworld_test"
     package.mkdir()
     (package / "__init__.py").write_text(
         "import gymnasium\n"
-        "gymnasium.register(id='TrainLake-v0', entry_point='gymnasium.envs.toy_text:FrozenLakeEnv',"
-        " kwargs={'is_slippery': False}, max_episode_steps=20)\n")
+        "gymnasium.register(id='TrainPole-v0', entry_point='gymnasium.envs.classic_control:CartPoleEnv',"
+        " max_episode_steps=50)\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     try:
-        model = _write(tmp_path, "lake.py", LAKE_MODEL)
-        code = main(["train", "trainlake_codeworld_test:TrainLake-v0", model, "--algo", "dqn",
+        model = _write(tmp_path, "cartpole.py", CARTPOLE)
+        code = main(["train", "trainpole_codeworld_test:TrainPole-v0", model, "--algo", "dqn",
                      "--steps", "300", "--episodes", "2", "--set", "learning_starts=50", "--json"])
         assert code == 0, capsys.readouterr().err
         record = json.loads(capsys.readouterr().out)
         assert record["algo"] == "dqn" and record["algo_kwargs"] == {"learning_starts": 50}
-        assert record["model_steps"] >= 300 and len(record["returns_real_env"]) == 2
+        assert record["model_steps"] >= 300 and record["max_episode_steps"] == 50
+        assert len(record["returns_real_env"]) == 2 and max(record["returns_real_env"]) <= 50
     finally:
-        gym.registry.pop("TrainLake-v0", None)
+        gym.registry.pop("TrainPole-v0", None)
 
 
 def test_a_model_that_raises_during_training_stops_with_its_error_and_step(tmp_path, cache, sb3, capsys):
