@@ -5,7 +5,7 @@ A run made with the scripted LLM (`codeworld synthesize`, then `codeworld show`)
 grid (`benchmarks/cwmb.py`) are rendered; the tests check what a user looks at: the page loads
 with no console error, the plot has one point per LLM call, the tree one node per program, and a
 click on a node shows that node's program. ``CODEWORLD_SCREENSHOTS=DIR`` saves a screenshot of
-each page there (the ones in ``docs/images/`` were made so).
+each page there.
 """
 
 from __future__ import annotations

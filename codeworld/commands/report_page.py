@@ -34,7 +34,7 @@ h1{font-size:1.35em;margin-bottom:.2em} h2{font-size:1.1em;margin-top:1.6em;bord
 .muted{color:#666;font-size:.9em} table{border-collapse:collapse;margin:.4em 0}
 td,th{border:1px solid #ccc;padding:.2em .5em;text-align:right;font-size:.9em}
 th{background:#f3f3f3} td.l,th.l{text-align:left}
-pre{background:#f7f7f7;border:1px solid #ddd;padding:.6em;overflow:auto;max-height:28em;font-size:.82em}
+pre{background:#f7f7f7;border:1px solid #ddd;padding:.6em;overflow:auto;max-height:24em;font-size:.8em}
 .row{display:flex;gap:1.5em;flex-wrap:wrap;align-items:flex-start}
 .panel{border:1px solid #ccc;border-radius:4px;padding:.5em 1em;min-width:360px;flex:1}
 svg .node{cursor:pointer} svg .node:hover circle{stroke-width:3} .wrong{background:#fde2e2}
@@ -141,7 +141,8 @@ def line_plot(series: dict[str, list[float | None]], *, title: str, xlabel: str 
             continue
         out.append(f"<line class='ref' x1='{left}' x2='{left + pw}' y1='{y(value):.1f}' "
                    f"y2='{y(value):.1f}' stroke='#555' stroke-dasharray='5,4'/>"
-                   f"<text x='{left + pw + 6}' y='{y(value) + 4:.1f}' fill='#555'>"
+                   f"<text x='{left + pw - 4}' y='{y(value) - 4:.1f}' fill='#555' "
+                   f"text-anchor='end'>"
                    f"{_e(name)} {float(value):.3f}</text>")
     for k, (name, values) in enumerate(series.items()):
         colour = palette[k % len(palette)]
@@ -492,11 +493,12 @@ def run_page(run_path: str | os.PathLike, planning: dict | None = None) -> str:
               "G generate, I improve, F fix. Click a circle or a plot point for its program, "
               "prompt and answer.")
     details = ("<div id='details' class='panel' hidden><h3 id='detail-title'></h3>"
-               "<p>program</p><pre id='detail-program'></pre>"
-               "<details><summary>feedback the scorer gave</summary><pre id='detail-feedback'>"
-               "</pre></details><details><summary>prompt</summary><pre id='detail-prompt'></pre>"
-               "</details><details open><summary>answer</summary><pre id='detail-answer'></pre>"
-               "</details><pre id='detail-extra'></pre></div>")
+               "<pre id='detail-extra'></pre><div class='row'>"
+               "<div style='flex:1;min-width:0'><b>program</b><pre id='detail-program'></pre></div>"
+               "<div style='flex:1;min-width:0'><b>answer</b><pre id='detail-answer'></pre></div>"
+               "</div><details><summary>feedback the scorer gave</summary>"
+               "<pre id='detail-feedback'></pre></details><details><summary>prompt</summary>"
+               "<pre id='detail-prompt'></pre></details></div>")
     rows = []
     for number, c in calls.items():
         rows.append(f"<tr><td><a href='#details' data-call='{number}'>{number}</a></td>"
@@ -563,6 +565,12 @@ def grid_page(summary: dict, meta: dict, links: dict[str, str], table_md: str = 
     keys = [("accuracy_sound", "accuracy (sound)"), ("accuracy_paper", "accuracy (paper rule)"),
             ("accuracy_paper_buffer", "paper rule, paper's buffers"),
             ("normalized_return", "normalized return")]
+    entries = [e for by_env in summary["per_env"].values() for e in by_env.values()]
+    if any(e.get("accuracy_training") is not None for e in entries):  # runs with a held-out split
+        keys[0] = ("accuracy_sound", "accuracy (sound, held-out)")
+        keys.insert(1, ("accuracy_training", "training"))
+    if any(e.get("floor_sound") is not None for e in entries):
+        keys.insert(1, ("floor_sound", "floor"))
     rows = []
     for env in meta["envs"]:
         for method in meta["methods"]:
