@@ -163,3 +163,14 @@ def test_grid_page_has_the_table_a_curve_per_env_and_links_to_each_run(browser, 
     links[0].click()  # each link opens that run's page, which loads cleanly
     assert browser.find_elements(By.CSS_SELECTOR, "#tree g.node")
     assert [m for m in browser.get_log("browser") if m["level"] == "SEVERE"] == []
+
+
+def test_open_hands_the_page_to_the_browser(tmp_path, monkeypatch, capsys):
+    run = tmp_path / "legacy"
+    shutil.copytree(LEGACY_RUN, run)
+    opened = []
+    monkeypatch.setattr("webbrowser.open", lambda url, *a, **k: opened.append(url) or True)
+    page = tmp_path / "elsewhere.html"
+    assert main(["show", str(run), "--html", str(page), "--open"]) == 0
+    assert opened == [page.resolve().as_uri()] and page.is_file()
+    assert not (run / "report.html").exists()
