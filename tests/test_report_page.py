@@ -115,12 +115,21 @@ def test_run_page_shows_every_call_and_each_program_on_click(browser, run_dir, c
     screenshot(browser, "report-run.png")
 
 
-def test_a_legacy_run_gets_a_page_too(browser, tmp_path, capsys):
+def test_a_legacy_run_gets_a_page_with_its_planning_returns(browser, tmp_path, capsys):
     run = tmp_path / "legacy"
     shutil.copytree(LEGACY_RUN, run)
+    returns = {"return_random": 21.0, "return_oracle": 200.0, "return_model": 110.5}
+    norm = (returns["return_model"] - returns["return_random"]) / (
+        returns["return_oracle"] - returns["return_random"])
+    (run / "demo.json").write_text(json.dumps({"planning": {**returns, "episodes": 10,
+                                                            "normalized_return": norm}}))
     assert main(["show", str(run)]) == 0
     assert open_page(browser, run / "report.html") == []
     from selenium.webdriver.common.by import By
+
+    # the planning returns a demo recorded: a bar for random, oracle and model
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#planning rect.bar")) == 3
+    assert f"normalized return {norm:.4f}" in browser.find_element(By.TAG_NAME, "body").text
 
     assert len(browser.find_elements(By.CSS_SELECTOR, "circle.pt-train")) == 2
     assert len(browser.find_elements(By.CSS_SELECTOR, "#tree g.node")) == 2
