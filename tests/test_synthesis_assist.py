@@ -428,3 +428,24 @@ def test_a_next_state_built_in_some_branches_only_is_built_from_the_named_state_
     # built on every path: nothing to do
     always = program.replace("    if action == 0:\n", "    next_state = np.array([total, shown])\n    if action == 0:\n")
     assert "next_state_default" not in [r.kind for r in repair(always)[1]]
+
+
+def test_a_float_state_value_used_as_an_index_is_taken_as_an_int():
+    program = (
+        "import numpy as np\n\nREWARDS = [0.0, -1.0, -100.0]\n\n\n"
+        "def step(state, action):\n"
+        "    cell = float(state[0])\n"
+        "    kind = state[1]\n"
+        "    nxt = cell + 1\n"
+        "    reward = REWARDS[kind] + 0.0 * len(REWARDS)\n"
+        "    table = [1, 2, 3, 4]\n"
+        "    extra = table[cell - 1]\n"
+        "    return np.array([nxt, kind]), reward, False\n")
+    repaired, done = repair(program)
+    assert [r.kind for r in done] == ["int_index", "int_index"]
+    assert "REWARDS[int(round(kind))]" in repaired and "table[int(round(cell - 1))]" in repaired
+    namespace: dict = {}
+    exec(compile(repaired, "model", "exec"), namespace)  # trusted here: written by the test
+    assert namespace["step"](np.array([3.0, 2.0]), 0)[1] == -100.0
+    untouched = program.replace("REWARDS[kind]", "REWARDS[int(action)]").replace("table[cell - 1]", "table[0]")
+    assert repair(untouched) == (untouched, [])

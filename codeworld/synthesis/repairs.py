@@ -34,7 +34,7 @@ class Repair:
     Attributes:
         kind: ``"missing_import"``, ``"state_as_array"``, ``"reward_as_float"``,
             ``"done_as_bool"``, ``"float_state_dtype"``, ``"result_default"``,
-            ``"next_state_default"`` or ``"merged_into_parent"``.
+            ``"next_state_default"``, ``"merged_into_parent"`` or ``"int_index"``.
         line: the line it changed (in the program before the repair).
         detail: what was done, in words.
     """
@@ -69,6 +69,8 @@ def repair(source: str, parent: str = "") -> tuple[str, list[Repair]]:
     source, done = _repair_imports(source)
     repairs += done
     source, done = _repair_unbound_results(source)
+    repairs += done
+    source, done = _repair_float_indices(source)
     repairs += done
     return source, repairs
 
@@ -404,6 +406,64 @@ def _repair_returns(source: str) -> tuple[str, list[Repair]]:
     except SyntaxError:  # never hand back a program that no longer parses
         return source, []
     return new, [rep for _, _, rep in sorted(unique.values(), key=lambda e: (e[0].lineno, e[0].col_offset))]
+
+
+def _repair_float_indices(source: str) -> tuple[str, list[Repair]]:
+    """An index into a list or tuple made from the state's values, which are floats (a
+    `TypeError` when the list is indexed), is taken with ``int(round(...))``: the state's
+    components read with ``float(state[i])`` or ``state[i]``, and arithmetic of them with whole
+    numbers, indexing a name assigned a list or tuple display."""
+    found = step_function(source)
+    if found is None:
+        return source, []
+    tree, step = found
+    from codeworld.synthesis.checks import _own_nodes
+
+    def reads_state(value: ast.AST) -> bool:
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and \
+                value.func.id == "float" and len(value.args) == 1:
+            value = value.args[0]
+        return (isinstance(value, ast.Subscript) and isinstance(value.value, ast.Name)
+                and value.value.id == "state")
+
+    sequences = {t.id for node in tree.body + list(_own_nodes(step)) if isinstance(node, ast.Assign)
+                 for t in node.targets if isinstance(t, ast.Name)
+                 and isinstance(node.value, (ast.List, ast.Tuple, ast.ListComp))}
+    assigned: dict[str, list[ast.AST]] = {}
+    for node in _own_nodes(step):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    assigned.setdefault(target.id, []).append(node.value)
+    floats = {name for name, values in assigned.items() if all(reads_state(v) for v in values)}
+
+    def float_valued(node: ast.AST) -> bool:
+        if isinstance(node, ast.Name):
+            return node.id in floats
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult)):
+            sides = (node.left, node.right)
+            return (any(float_valued(x) for x in sides)
+                    and all(float_valued(x) or _is_int_literal(x) for x in sides))
+        return False
+
+    edits: list[tuple[ast.AST, str, Repair]] = []
+    for node in ast.walk(step):
+        if (isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name)
+                and node.value.id in sequences and float_valued(node.slice)):
+            text = ast.get_source_segment(source, node.slice)
+            if text is not None:
+                edits.append((node.slice, f"int(round({text}))", Repair(
+                    "int_index", node.slice.lineno,
+                    f"`{node.value.id}[{text}]` is indexed with int(round(...)): the state's "
+                    "values are floats")))
+    if not edits:
+        return source, []
+    new = _apply_edits(source, edits)
+    try:
+        ast.parse(new)
+    except SyntaxError:
+        return source, []
+    return new, [rep for _, _, rep in edits]
 
 
 def _is_int_literal(node: ast.AST) -> bool:
