@@ -75,7 +75,9 @@ def run_dir(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("report")
     good = MODEL.read_text()
     programs = [good.replace("return", "return undefined_name +", 1),  # buggy, then fixed
-                good.replace("0.02", "0.03"), good.replace("10.0", "11.0"), good]
+                good.replace("0.02", "0.03"),
+                good.replace("10.0", "11.0").replace("import numpy as np\n", ""),  # repaired
+                good]
     out = tmp / "run"
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("CODEWORLD_CACHE_DIR", str(tmp / "cache"))
@@ -110,6 +112,12 @@ def test_run_page_shows_every_call_and_each_program_on_click(browser, run_dir, c
         assert browser.find_element(By.ID, "detail-title").text.startswith(f"call {number}:")
         answer = browser.find_element(By.ID, "detail-answer").text
         assert "Here it is:" in answer  # the LLM's answer, as it came
+    # the mechanical repair of call 3 (the missing import), listed and shown with its call
+    repaired = sorted(int(p.stem) + 1 for p in (run_dir / "repairs").glob("*.json"))
+    assert repaired and all(browser.find_elements(By.CSS_SELECTOR, f"#repairs a[data-call='{n}']")
+                            for n in repaired)
+    browser.find_element(By.CSS_SELECTOR, f"#repairs a[data-call='{repaired[0]}']").click()
+    assert "mechanical repairs:" in browser.find_element(By.ID, "detail-extra").text
     best = browser.find_element(By.ID, "best-program").text
     assert best.strip() == (run_dir / "best_model.py").read_text().strip()
     screenshot(browser, "report-run.png")
@@ -183,3 +191,16 @@ def test_open_hands_the_page_to_the_browser(tmp_path, monkeypatch, capsys):
     assert main(["show", str(run), "--html", str(page), "--open"]) == 0
     assert opened == [page.resolve().as_uri()] and page.is_file()
     assert not (run / "report.html").exists()
+
+
+@pytest.mark.parametrize("name", ["demo", "cwmb_job", "apps_job", "agent_rewrite"])
+def test_every_earlier_writers_run_directory_gets_a_page(name, browser, tmp_path, capsys):
+    from selenium.webdriver.common.by import By
+
+    run = tmp_path / name
+    run.mkdir()
+    shutil.copy(LEGACY_RUN.parent / f"{name}.run.json", run / "run.json")
+    assert main(["show", str(run)]) == 0
+    assert open_page(browser, run / "report.html") == []
+    assert browser.find_element(By.TAG_NAME, "h1").text  # the run's method and env
+    assert browser.find_elements(By.CSS_SELECTOR, "#tree g.node") == []  # no program yet

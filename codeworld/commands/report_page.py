@@ -279,8 +279,7 @@ def _call_records(run_dir: Any, nodes: list[dict]) -> dict[str, dict]:
         extra = []
         if call in repairs:
             extra.append("mechanical repairs: " + "; ".join(
-                str(r.get("kind") or r.get("name") or r) if isinstance(r, dict) else str(r)
-                for r in repairs[call].get("repairs", [])))
+                _repair_text(r) for r in repairs[call].get("repairs", [])))
         if call in fits:
             fit = fits[call].get("fit") or {}
             extra.append("constants fitted in the search: score "
@@ -297,6 +296,15 @@ def _call_records(run_dir: Any, nodes: list[dict]) -> dict[str, dict]:
                        for m in record.get("messages", [])],
             "answer": answer, "extra": "\n".join(extra)}
     return out
+
+
+def _repair_text(repair: Any) -> str:
+    if not isinstance(repair, dict):
+        return str(repair)
+    text = str(repair.get("kind", "repair"))
+    if repair.get("line"):
+        text += f" (line {repair['line']})"
+    return text + (f": {repair['detail']}" if repair.get("detail") else "")
 
 
 def _curves(nodes: list[dict], calls: dict[str, dict]) -> tuple[list[float], list[float | None]]:
@@ -399,7 +407,7 @@ def _finish_html(run_dir: Any, calls: dict[str, dict]) -> str:
                         f"<td class='l'>{_e(record['extra'])}</td></tr>")
     parts = []
     if rows:
-        parts.append("<h3>During the search (not LLM calls)</h3><table><tr><th>call</th>"
+        parts.append("<h3>During the search (not LLM calls)</h3><table id='repairs'><tr><th>call</th>"
                      f"<th class='l'>what was done</th></tr>{''.join(rows)}</table>")
     else:
         parts.append("<p class='muted'>No mechanical repair or constant fit during the search.</p>")
