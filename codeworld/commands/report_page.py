@@ -31,6 +31,7 @@ REPORT_FILE = "report.html"
 _STYLE = """
 body{font-family:system-ui,sans-serif;margin:1.5em auto;max-width:1200px;color:#222;padding:0 1em}
 h1{font-size:1.35em;margin-bottom:.2em} h2{font-size:1.1em;margin-top:1.6em;border-bottom:1px solid #ddd}
+h3{font-size:1em}
 .muted{color:#666;font-size:.9em} table{border-collapse:collapse;margin:.4em 0}
 td,th{border:1px solid #ccc;padding:.2em .5em;text-align:right;font-size:.9em}
 th{background:#f3f3f3} td.l,th.l{text-align:left}
@@ -538,7 +539,8 @@ def run_page(run_path: str | os.PathLike, planning: dict | None = None) -> str:
                         "transition within tolerance.</p>")
         summary_text = best_report.get("error_summary") or best_record.get("feedback")
         if summary_text:
-            body.append("<details><summary>error summary over the whole buffer</summary>"
+            body.append("<details open><summary>error summary over the whole buffer, with "
+                        "examples of each kind of error</summary>"
                         f"<pre>{_e(summary_text)}</pre></details>")
     else:
         body.append("<p class='muted'>No program yet.</p>")
