@@ -274,6 +274,7 @@ def job_metrics(record: dict) -> dict | None:
         "floor_paper_buffer": score("paper_on_paper_buffer", "floor"),
         "normalized_paper_buffer": score("paper_on_paper_buffer", "normalized"),
         "duplicates": (result.get("accounting") or {}).get("duplicates"),
+        "no_progress": result.get("no_progress"),
         "normalized_return": planning.get("normalized_return"),
         "return_note": planning.get("normalized_note") if planning else result.get("note"),
         "calls": result.get("calls"),
@@ -289,7 +290,7 @@ def job_metrics(record: dict) -> dict | None:
 # Held-out reporting: the training score beside the held-out one, strict accuracy, the floor and
 # the floor-normalised accuracy (sound rule), and the same floor figures on the paper's buffers.
 EXTRA_KEYS = ("accuracy_training", "strict_sound", "floor_sound", "normalized_sound",
-              "floor_paper_buffer", "normalized_paper_buffer", "duplicates")
+              "floor_paper_buffer", "normalized_paper_buffer", "duplicates", "no_progress")
 
 
 def job_outcomes(result: dict) -> list[str]:
@@ -411,9 +412,9 @@ def markdown(summary: dict, meta: dict, paper: dict) -> str:
              "## Group means", "",
              "| method | group | envs | accuracy (sound, held-out) | training | strict | floor "
              "| floor-normalised | accuracy (paper rule, held-out) | accuracy (paper rule, paper's buffers) "
-             "| its floor | its floor-normalised | normalized return (envs) | copies |"
+             "| its floor | its floor-normalised | normalized return (envs) | copies | no progress |"
              + "".join(f" paper, {run}: accuracy / return |" for run in group_runs),
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
              + "---:|" * len(group_runs)]
     for method, group in shown:
         g = summary["groups"][method][group]
@@ -426,7 +427,7 @@ def markdown(summary: dict, meta: dict, paper: dict) -> str:
                      f"| {_fmt(g.get('floor_sound'))} | {_fmt(g.get('normalized_sound'))} "
                      f"| {_fmt(g['accuracy_paper'])} | {_fmt(g['accuracy_paper_buffer'])} "
                      f"| {_fmt(g.get('floor_paper_buffer'))} | {_fmt(g.get('normalized_paper_buffer'))} "
-                     f"| {ret} | {_fmt(g.get('duplicates'), 1)} |"
+                     f"| {ret} | {_fmt(g.get('duplicates'), 1)} | {_fmt(g.get('no_progress'), 1)} |"
                      + "".join(f" {_published_cell(published.get(run))} |" for run in group_runs))
     env_runs = _paper_runs([paper["per_env"].get(m, {}).get(e, {}) for e in meta["envs"] for m in methods])
     lines += ["", f"Paper: {PAPER}. {PAPER_NOTE}", "",
@@ -434,9 +435,10 @@ def markdown(summary: dict, meta: dict, paper: dict) -> str:
               "| env | method | seeds | accuracy (sound, held-out) | training | strict | floor "
               "| floor-normalised | accuracy (paper rule, held-out) "
               "| accuracy (paper rule, paper's buffer) | its floor | normalized return "
-              "| LLM calls (from cache) | copies | tokens | minutes | best program compiled (model steps/s) |"
+              "| LLM calls (from cache) | copies | no progress | tokens | minutes "
+              "| best program compiled (model steps/s) |"
               + "".join(f" paper, {run}: accuracy / return |" for run in env_runs),
-              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
               + "---:|" * len(env_runs)]
     for env in meta["envs"]:
         for method in methods:
@@ -453,7 +455,7 @@ def markdown(summary: dict, meta: dict, paper: dict) -> str:
                          f"| {_pm(e['accuracy_paper'], e['accuracy_paper_stderr'])} "
                          f"| {_fmt(e['accuracy_paper_buffer'])} | {_fmt(e.get('floor_paper_buffer'))} "
                          f"| {ret} | {_fmt(e['calls'], 1)} ({_fmt(e['cached_calls'], 1)}) "
-                         f"| {_fmt(e.get('duplicates'), 1)} "
+                         f"| {_fmt(e.get('duplicates'), 1)} | {_fmt(e.get('no_progress'), 1)} "
                          f"| {_fmt(e['tokens'], 0)} | {_fmt(minutes, 1)} | {_speed_cell(e)} |"
                          + "".join(f" {_published_cell(published.get(run))} |" for run in env_runs))
     lines += ["", "Accuracy: the best program's score on the held-out episodes of the "
@@ -466,7 +468,8 @@ def markdown(summary: dict, meta: dict, paper: dict) -> str:
               "(ceiling - floor), 0 for the do-nothing model and 1 for the true simulator. The paper's "
               "buffer columns score the same program on the paper's own buffer where it exists "
               "(out of sample by construction), with that buffer's floor. Copies: programs equal to "
-              "the skeleton or to an earlier call's, not scored again. LLM calls from cache: answered from the "
+              "the skeleton or to an earlier call's, not scored again; no progress: improvements that left "
+              "the score of the program they improved where it was. LLM calls from cache: answered from the "
               "completion cache, where the same prompt and sampling seed had been sent before. "
               "Normalized return: "
               "(R_model - R_random) / (R_oracle - R_random) over the planning episodes. Group means "

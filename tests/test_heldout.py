@@ -257,3 +257,23 @@ def test_a_resumed_run_keeps_its_split(tmp_path, capsys):
     assert {r["n_transitions"] for r in reports} == {first["n_train"]}
     assert {r["heldout"]["n_transitions"] for r in reports} == {first["n_heldout"]}
 
+
+
+def test_improve_requests_after_no_progress_say_so():
+    from codeworld.synthesis import GifMctsConfig
+    from codeworld.synthesis.types import IMPROVE, Outcome, ProgramEvaluation
+
+    search = GifMcts(GifMctsConfig(allow_generate=False), seed=0)
+    summary = "Over all 10 recorded transitions, the program is wrong on 5 (50%)."
+    notes = []
+    for _ in range(8):
+        (request,) = search.propose(1)
+        if request.action == IMPROVE and request.parent == 1:
+            notes.append(request.feedback)
+        # every program scores 0.5: no improvement ever makes progress
+        search.apply(request, Outcome(f"# program {request.call}\n",
+                                      ProgramEvaluation(0.5, False, summary)))
+    assert notes and notes[0] == summary  # the first improvement is asked as usual
+    later = [n for n in notes[1:]]
+    assert later and all("earlier improvement" in n and "0.5000" in n for n in later)
+    assert search.to_json()["no_progress"] >= len(notes)

@@ -151,6 +151,9 @@ def run_cwmb_job(job: Job, workdir: str) -> dict:
         "synthesis_seconds": synthesis_seconds,
         "finish": result.finish,
         "outcomes": run_outcomes(run_dir.path),
+        "split": evaluator.split.to_json(),
+        # improvements that left the score where it was (GIF-MCTS; None for other methods)
+        "no_progress": result.search.to_json().get("no_progress"),
     }
     program = result.best_program
     if program is None:

@@ -64,7 +64,8 @@ class AssistConfig:
             numbers as an int, and its reward line says the recorded default is not the rule.
         copies: a program equal (up to comments and layout) to the skeleton or to an earlier
             call's program is recognised as a copy: recorded as one, not scored again, not
-            expanded again by the search (`codeworld.synthesis.runner.normalized`).
+            expanded again by the search (`codeworld.synthesis.runner.normalized`); the
+            requests that follow copies, or improvements that made no progress, say so.
         beyond_data: a program that runs on the recorded transitions is also stepped where
             planning will take it (every recorded state with every action, or with sampled
             actions, and rollouts from the recorded first states); one that raises or returns

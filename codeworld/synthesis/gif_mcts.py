@@ -40,7 +40,7 @@ import numpy as np
 
 from codeworld.synthesis.config import GifMctsConfig
 from codeworld.synthesis.types import (FIX, GENERATE, IMPROVE, Outcome, ProgramEvaluation, Request,
-                                       copies_note)
+                                       copies_note, no_progress_note)
 
 ROOT = "root"
 _TIE_EPS = 1e-12
@@ -271,7 +271,9 @@ class GifMcts:
                 call=self.calls, action=action, parent=parent_id,
                 program="" if action == GENERATE else parent.program,
                 prefix=_first_lines(parent.program, parent.prefix_lines) if action == GENERATE else "",
-                feedback=self._generate_note(parent) if action == GENERATE else parent.feedback,
+                feedback=(self._generate_note(parent) if action == GENERATE
+                          else self._improve_feedback(parent) if action == IMPROVE
+                          else parent.feedback),
                 mispredicted=parent.mispredicted if action == IMPROVE else None)
             self.calls += 1
             self.trace.append({"call": request.call, "node": child.id, "action": action,
@@ -309,9 +311,25 @@ class GifMcts:
 
     def _generate_note(self, parent: Node) -> str:
         """The note of a generate request at `parent` whose earlier generates gave copies."""
+        if not self.config.assist.copies:
+            return ""
         copies = sum(1 for c in parent.children
                      if self.nodes[c].action == GENERATE and self.nodes[c].duplicate)
         return copies_note(copies) if copies else ""
+
+    def stalled(self, node: Node) -> bool:
+        """An improvement that left the score of the program it improved where it was."""
+        parent = self.nodes[node.parent]
+        return (node.action == IMPROVE and not node.pending and not node.buggy
+                and not parent.buggy and abs(node.score - parent.score) <= 1e-12)
+
+    def _improve_feedback(self, parent: Node) -> str:
+        """The feedback of an improve request at `parent`: its own, and a note when earlier
+        improvements of it made no progress."""
+        stalls = sum(1 for c in parent.children if self.stalled(self.nodes[c]))
+        if not stalls or not self.config.assist.copies or not parent.feedback:
+            return parent.feedback
+        return f"{parent.feedback}\n\n{no_progress_note(stalls, parent.score)}"
 
     def best(self) -> tuple[int, str, ProgramEvaluation] | None:
         """The highest-scoring healthy program (earliest on ties), else the first program."""
@@ -332,6 +350,7 @@ class GifMcts:
             record["call"] = node.id - 1 if node.id else None
             nodes.append(record)
         return {"method": self.method, "calls": self.calls, "stopped_perfect": self.stopped_perfect,
+                "no_progress": sum(1 for n in self.nodes[1:] if self.stalled(n)),
                 "priors": {a: self.prior(a) for a in (GENERATE, IMPROVE, FIX)},
                 "nodes": nodes, "trace": self.trace}
 

@@ -80,6 +80,15 @@ def copies_note(copies: int) -> str:
             "when the episode ends.")
 
 
+def no_progress_note(stalls: int, score: float) -> str:
+    """What an *improve* request says after earlier improvements of the same program left its
+    score where it was: change what is asked, not ask again."""
+    tries = "improvement" if stalls == 1 else "improvements"
+    return (f"Note: {stalls} earlier {tries} of this program left its score at {score:.4f}. "
+            "Do not rewrite what it already gets right: change the rule of the component the "
+            "summary above lists as most often wrong, using the recorded data.")
+
+
 @dataclass(frozen=True)
 class Request:
     """One LLM call a search asks for.
