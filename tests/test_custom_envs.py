@@ -412,13 +412,13 @@ def test_a_minari_dataset_scores_a_model(tmp_path, cache, monkeypatch, capsys):
     assert capsys.readouterr().out.startswith("# Lake")
 
 
-def test_the_readme_example_runs(cache, capsys):
+def test_the_documented_example_runs(cache, capsys):
     from pathlib import Path
 
-    readme = (Path(__file__).parent.parent / "README.md").read_text()
-    example = readme.split("A complete example, from Python")[1].split("```python\n")[1].split("```")[0]
+    page = (Path(__file__).parent.parent / "docs" / "environments.md").read_text()
+    example = page.split("A complete example, from Python")[1].split("```python\n")[1].split("```")[0]
     try:
-        exec(compile(example, "README.md", "exec"), {})
+        exec(compile(example, "docs/environments.md", "exec"), {})
         printed = capsys.readouterr().out
         assert "World-model contract" in printed and "score       1.0000" in printed
         assert printed.rstrip().endswith("1.0")  # the normalized return of the true model
