@@ -61,8 +61,9 @@ CASES = {
                      num_envs=4),
     "cliffwalking": Case("cliffwalking", "CliffWalking-v1", "dqn", 40_000, 4,
                          (("true model", "cliffwalking_functional.py"),),
-                         kwargs=(("target_update_interval", 1000), ("exploration_fraction", 0.3),
-                                 ("learning_rate", 0.001))),
+                         kwargs=(("learning_starts", 1000), ("train_freq", 1), ("target_update_interval", 500),
+                                 ("exploration_fraction", 0.5), ("exploration_final_eps", 0.05),
+                                 ("learning_rate", 0.0005))),
 }
 
 
@@ -164,7 +165,8 @@ def main() -> None:
         for label, record in entry["sources"].items():
             span = real - random
             record["fraction_of_real"] = (record["final_return"] - random) / span if span else None
-            record["ratio_to_real"] = record["final_return"] / real if real else None
+            # A ratio of returns reads only when both are positive (Pendulum's are costs).
+            record["ratio_to_real"] = record["final_return"] / real if real > 0 and record["final_return"] > 0 else None
         results.append(entry)
 
     meta = {"machine": platform.processor() or platform.machine(), "cpus": len(os.sched_getaffinity(0)),
@@ -173,10 +175,17 @@ def main() -> None:
             "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    previous = out / "policy_quality.json"
+    if previous.is_file():  # keep the cases not run this time (each with the date it ran)
+        ran = {e["case"] for e in results}
+        kept = [e for e in json.loads(previous.read_text())["results"] if e["case"] not in ran]
+        for e in results:
+            e["date"] = meta["date"]
+        results = sorted(kept + results, key=lambda e: list(CASES).index(e["case"]))
     (out / "policy_quality.json").write_text(json.dumps({"meta": meta, "results": results}, indent=2) + "\n")
     lines = ["# Policy quality: trained inside a model vs on the real env, evaluated on the real env", "",
              f"{meta['date']}, {meta['cpus']} CPUs, torch {meta['torch']}; seed {args.seed}; {meta['eval']}.",
-             "`fraction of real` is (R - R_random) / (R_real - R_random); `ratio` is R / R_real.", "",
+             "`fraction of real` is (R - R_random) / (R_real - R_random); `ratio` is R / R_real (positive returns only).", "",
              "| env | algo | steps | trained in | model score (strict) | return on real env | ratio | "
              "fraction of real | real steps in training | train s |",
              "|---|---|---:|---|---:|---:|---:|---:|---:|---:|"]
@@ -184,7 +193,8 @@ def main() -> None:
         for label, r in e["sources"].items():
             acc = r.get("model_accuracy")
             acc_text = f"{acc['score']:.3f} ({acc['strict']:.3f})" if acc else "-"
-            ratio = "-" if r["ratio_to_real"] is None else f"{r['ratio_to_real']:.2f}"
+            positive = r["final_return"] > 0 and e["sources"]["real env"]["final_return"] > 0
+            ratio = f"{r['final_return'] / e['sources']['real env']['final_return']:.2f}" if positive else "-"
             frac = "-" if r["fraction_of_real"] is None else f"{r['fraction_of_real']:.2f}"
             lines.append(f"| {e['env_id']} | {e['algo']} | {r['training_steps']} | {label} | {acc_text} | "
                          f"{r['final_return']:.1f} | {ratio} | {frac} | {r['real_env_steps_in_training']} | "
