@@ -9,7 +9,10 @@ and 4096, for CartPole-v1, Pendulum-v1 and Acrobot-v1:
 * ``gymnasium_sync``: Gymnasium's own envs under ``gymnasium.vector.SyncVectorEnv``;
 * ``gymnasium_env``: (batch 1 only) one Gymnasium env stepped directly, with its wrappers;
 * ``envpool``: envpool's C++ envs, one thread, batch = num_envs (when envpool imports; the
-  reason is recorded when it does not).
+  reason is recorded when it does not);
+* the floor: one-byte round trips per second over pipes to another process;
+* at batch 1 also codeworld with its worker pinned to this process's CPU and to another CPU (the
+  scheduler places it either way, and the two differ by 4x on the VM this ran on).
 
 Each figure is the median of three timed windows after a warm-up; ratios (codeworld over each
 baseline) come from the same run. Results go to benchmarks/results/train/env_speed.{json,md}.
@@ -62,12 +65,48 @@ def _rate(step, actions: list, n: int, window_s: float) -> float:
     return statistics.median(rates)
 
 
-def _codeworld(env_id: str, n: int, window_s: float) -> float:
+def _pinned(pids: tuple[int, int], cpus: tuple[int, int] | None):
+    """Pin this process and the other one to the given CPUs for a measurement (None: leave them)."""
+    import contextlib
+
+    @contextlib.contextmanager
+    def pin():
+        if cpus is None:
+            yield
+            return
+        saved = [os.sched_getaffinity(pid) for pid in pids]
+        try:
+            for pid, cpu in zip(pids, cpus):
+                os.sched_setaffinity(pid, {cpu})
+            yield
+        finally:
+            for pid, mask in zip(pids, saved):
+                os.sched_setaffinity(pid, mask)
+
+    return pin()
+
+
+def _placements() -> dict:
+    """CPU placements of (this process, the other one) measured at batch 1, beside the scheduler's."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        return {}
+    return {"same_cpu": (cpus[0], cpus[0]), "other_cpu": (cpus[0], cpus[1])}
+
+
+def _codeworld(env_id: str, n: int, window_s: float, placements: dict | None = None) -> dict:
+    """Steps/s as the scheduler places the worker (``rate``), and pinned as `placements` say."""
     env = CodeWorldVectorEnv(env_id, (TRUE_MODELS / ENVS[env_id]).read_text(), n)
     try:
         assert env.compiled, f"the {env_id} model did not compile"
         env.reset(seed=0)
-        return _rate(env.step, _actions(env.single_action_space, n, 64, 0), n, window_s)
+        actions = _actions(env.single_action_space, n, 64, 0)
+        out = {"rate": _rate(env.step, actions, n, window_s)}
+        pids = (os.getpid(), env._backend.worker.sandbox.pid)
+        for name, cpus in (placements or {}).items():
+            with _pinned(pids, cpus):
+                out[name] = _rate(env.step, actions, n, window_s)
+        return out
     finally:
         env.close()
 
@@ -110,6 +149,28 @@ def _envpool(env_id: str, n: int, window_s: float) -> float:
         env.close()
 
 
+def _round_trip_floor(window_s: float, cpus: tuple[int, int] | None = None) -> float:
+    """One-byte round trips per second to another process over pipes: what bounds any env whose
+    steps run in another process (the sandbox worker) at batch 1; pinned to `cpus` if given."""
+    import subprocess
+    import sys
+
+    echo = "import os\nwhile True:\n    b = os.read(0, 1)\n    if not b:\n        break\n    os.write(1, b)\n"
+    child = subprocess.Popen([sys.executable, "-c", echo], stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
+    to_child, from_child = child.stdin.fileno(), child.stdout.fileno()
+
+    def ping(_):
+        os.write(to_child, b"x")
+        os.read(from_child, 1)
+
+    try:
+        with _pinned((os.getpid(), child.pid), cpus):
+            return _rate(ping, [None], 1, window_s)
+    finally:
+        child.stdin.close()
+        child.wait()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="short windows, batches 1 and 256")
@@ -128,11 +189,19 @@ def main() -> None:
         envpool_note = f"envpool unavailable: {type(exc).__name__}: {exc}".splitlines()[0]
     print(envpool_note)
 
+    placements = _placements()
+    floors = {"scheduler": _round_trip_floor(window_s)}
+    floors.update({name: _round_trip_floor(window_s, cpus) for name, cpus in placements.items()})
+    floor = floors["scheduler"]
+    print("pipe round trips to another process: "
+          + ", ".join(f"{k} {v:,.0f}/s ({1e6 / v:.1f} us)" for k, v in floors.items()))
     rows = []
     for env_id in args.envs.split(","):
         for n in batches:
-            row = {"env_id": env_id, "batch": n, "codeworld": _codeworld(env_id, n, window_s),
+            measured = _codeworld(env_id, n, window_s, placements if n == 1 else None)
+            row = {"env_id": env_id, "batch": n, "codeworld": measured.pop("rate"),
                    "gymnasium_sync": _gym_sync(env_id, n, window_s)}
+            row.update({f"codeworld_{name}": rate for name, rate in measured.items()})
             if n == 1:
                 row["gymnasium_env"] = _gym_single(env_id, window_s)
             if envpool is not None:
@@ -144,16 +213,26 @@ def main() -> None:
             print(f"{env_id:12s} batch {n:5d}: codeworld {row['codeworld']:12,.0f}/s   "
                   + "   ".join(f"{b} {row[b]:11,.0f}/s ({row['ratio_vs_' + b]:.2f}x)"
                              for b in ("gymnasium_env", "gymnasium_sync", "envpool") if b in row), flush=True)
+            if n == 1 and placements:
+                print(f"{'':12s}   pinned: worker on the same CPU {row['codeworld_same_cpu']:,.0f}/s, "
+                      f"on another CPU {row['codeworld_other_cpu']:,.0f}/s", flush=True)
 
     meta = {"machine": platform.processor() or platform.machine(), "cpus": len(os.sched_getaffinity(0)),
             "python": platform.python_version(), "gymnasium": gym.__version__, "envpool": envpool_note,
-            "numpy": np.__version__, "window_s": window_s, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+            "numpy": np.__version__, "window_s": window_s, "pipe_round_trips_per_s": floors, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "env_speed.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=2) + "\n")
     lines = ["# Vectorized env throughput (env steps/s, random actions, autoreset)", "",
              f"{meta['date']}, {meta['cpus']} CPUs ({meta['machine']}), Gymnasium {meta['gymnasium']}, "
-             f"{envpool_note}; median of 3 windows of {window_s} s; one process for all.", "",
+             f"{envpool_note}; median of 3 windows of {window_s} s; one process for all. A one-byte pipe "
+             f"round trip to another process (the floor for a model in its sandbox at batch 1): "
+             + ", ".join(f"{k.replace('_', ' ')} {v:,.0f}/s ({1e6 / v:.1f} us)" for k, v in floors.items())
+             + ".", "",
+             "Batch 1 with the worker pinned (this process on the first CPU): "
+             + "; ".join(f"{r['env_id']} same CPU {r['codeworld_same_cpu']:,.0f}/s, other CPU "
+                         f"{r['codeworld_other_cpu']:,.0f}/s" for r in rows if "codeworld_same_cpu" in r)
+             + ".", "",
              "| env | batch | codeworld | Gymnasium env | SyncVectorEnv | envpool (1 thread) "
              "| vs env | vs Sync | vs envpool |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
