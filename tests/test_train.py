@@ -138,6 +138,22 @@ def test_seeded_resets_repeat_and_a_logged_dataset_starts_from_its_recorded_epis
         vec.close()
 
 
+def test_a_model_that_hangs_ends_the_step_with_a_timeout():
+    from codeworld.planning import WorldModelError
+    from codeworld.sandbox import SandboxLimits
+
+    hanging = "def step(state, action):\n    while state[0] > 1.0:\n        pass\n    return state, 0.0, False\n"
+    vec = CodeWorldVectorEnv("CartPole-v1", hanging, 2, limits=SandboxLimits(timeout_s=1.0, preload_numba=True))
+    try:
+        vec.reset(seed=0, options={"states": np.zeros((2, 4))})
+        vec.step(np.zeros(2, dtype=np.int64))  # fine while the cart is near the centre
+        vec.reset(seed=0, options={"states": np.full((2, 4), 2.0)})
+        with pytest.raises(WorldModelError, match="timeout"):
+            vec.step(np.zeros(2, dtype=np.int64))
+    finally:
+        vec.close()
+
+
 # -- the command -----------------------------------------------------------------------------------
 
 @pytest.fixture
@@ -181,6 +197,16 @@ def test_dqn_trains_on_a_module_registered_env(tmp_path, cache, sb3, monkeypatch
         assert len(record["returns_real_env"]) == 2 and max(record["returns_real_env"]) <= 50
     finally:
         gym.registry.pop("TrainPole-v0", None)
+
+
+def test_an_env_with_tuple_observations_trains_on_the_models_encoding(tmp_path, cache, sb3, capsys):
+    model = _write(tmp_path, "blackjack.py", "def step(state, action):\n    return state, 0.0, True\n")
+    code = main(["train", "Blackjack-v1", model, "--steps", "64", "--num-envs", "2", "--episodes", "2",
+                 "--json"])
+    assert code == 0, capsys.readouterr().err
+    record = json.loads(capsys.readouterr().out)
+    assert record["status"] == "ok" and len(record["returns_real_env"]) == 2
+    assert all(r in (-1.0, 0.0, 1.0, 1.5) for r in record["returns_real_env"])
 
 
 def test_a_model_that_raises_during_training_stops_with_its_error_and_step(tmp_path, cache, sb3, capsys):

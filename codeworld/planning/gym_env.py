@@ -459,11 +459,6 @@ class CodeWorldVectorEnv(VectorEnv):
         self._channel: dict | None = None
 
     @property
-    def spec_of_env(self):
-        """The environment's `EnvSpec`."""
-        return self._backend.spec
-
-    @property
     def start_source(self) -> str:
         """``"env reset"`` or ``"recorded episodes"``: where episodes start."""
         return self._backend.starts.source
