@@ -16,6 +16,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "planner_common.h"
@@ -161,8 +162,33 @@ MctsResult mcts_plan(Stepper& step, const double* root_state, int64_t n_state, c
       }
     }
 
+    // One leaf (sequential UCT, the paper's planner): roll it out in place, two buffers swapped,
+    // no compaction or copy-back. The same draws and arithmetic as the lockstep path below.
+    if (k == 1) {
+      rollout_return[0] = 0.0;
+      if (leaf_kind[0] != kLeafTerminal && !terminal[leaf[0]]) {
+        double* cur = batch_states.data();
+        double* nxt = batch_next.data();
+        for (int64_t d = 0; d < n_state; ++d) cur[d] = states[leaf[0] * n_state + d];
+        double ret = 0.0, disc = 1.0;
+        for (int64_t depth = 0; depth < p.rollout_depth; ++depth) {
+          batch_actions[0] = static_cast<double>(rng.integer(A));
+          const int32_t st = step(cur, batch_actions.data(), 1, nxt, batch_rewards.data(), batch_dones.data());
+          if (st != kStepOk) {
+            result.status = st;
+            return result;
+          }
+          ret += disc * batch_rewards[0];
+          disc *= p.gamma;
+          std::swap(cur, nxt);
+          if (batch_dones[0]) break;
+        }
+        rollout_return[0] = ret;
+      }
+    }
+
     // Rollouts in lockstep: uniform random actions, one batched step per depth.
-    for (int64_t j = 0; j < k; ++j) {
+    for (int64_t j = 0; j < k && k > 1; ++j) {
       rollout_return[j] = 0.0;
       discount[j] = 1.0;
       alive[j] = (leaf_kind[j] != kLeafTerminal && !terminal[leaf[j]]) ? 1 : 0;
@@ -170,7 +196,7 @@ MctsResult mcts_plan(Stepper& step, const double* root_state, int64_t n_state, c
         for (int64_t d = 0; d < n_state; ++d) batch_states[j * n_state + d] = states[leaf[j] * n_state + d];
       }
     }
-    for (int64_t depth = 0; depth < p.rollout_depth; ++depth) {
+    for (int64_t depth = 0; depth < p.rollout_depth && k > 1; ++depth) {
       n_batch = 0;
       for (int64_t j = 0; j < k; ++j) {
         if (!alive[j]) continue;
