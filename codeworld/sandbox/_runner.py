@@ -153,6 +153,7 @@ class Sandbox:
         self.worker_info: dict = {}
         self.restarts = 0
         self._started_once = False
+        self._begun = 0.0  # when the request in flight was sent
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -278,23 +279,10 @@ class Sandbox:
                 a built-in op's name (``ping``, ``load``, ``predict``).
             timeout_s: wall-clock limit for this request (default: the limits' ``timeout_s``).
         """
-        name = op_name(op)
-        if not self.alive:
-            started = self.start()
-            if not started.ok:
-                return started
-        assert self._conn_out is not None
-        begin = time.monotonic()
-        try:
-            self._conn_out.send((name, kwargs))
-        except (BrokenPipeError, OSError):
-            pass  # the worker is gone; _wait_reply reports how it ended
-        limit = self.limits.timeout_s if timeout_s is None else timeout_s
-        result = self._wait_reply(begin + limit, expect_hello=False)
-        result.elapsed_s = time.monotonic() - begin
-        if not self.alive:
-            self._finish()
-        return result
+        sent = self.begin(op, **kwargs)
+        if not sent.ok:
+            return sent
+        return self.finish(timeout_s)
 
     def begin(self, op: Callable | str, **kwargs: Any) -> SandboxResult:
         """Send a request and return without waiting for its reply (`finish` collects it).
@@ -317,12 +305,13 @@ class Sandbox:
         return SandboxResult("ok")
 
     def finish(self, timeout_s: float | None = None) -> SandboxResult:
-        """The outcome of the request sent by `begin`, waiting at most `timeout_s` from now."""
+        """The outcome of the request sent by `begin`, waiting at most `timeout_s` (default: the
+        limits' ``timeout_s``) from now."""
         if self._proc is None or self._conn_in is None:
             return SandboxResult("crashed", message="the sandbox worker is not running")
         limit = self.limits.timeout_s if timeout_s is None else timeout_s
         result = self._wait_reply(time.monotonic() + limit, expect_hello=False)
-        result.elapsed_s = time.monotonic() - getattr(self, "_begun", time.monotonic())
+        result.elapsed_s = time.monotonic() - self._begun
         if not self.alive:
             self._finish()
         return result
