@@ -30,71 +30,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def tree_nodes(tree: dict) -> list[dict]:
-    """The programs of a run as ``{call, parent_call, action, score, buggy, ...}`` records.
-
-    ``parent_call`` is the call that wrote the parent program, or -1 for the root (the empty
-    program of GIF-MCTS, "from scratch" for REx and zero-shot). Pending nodes are left out.
-    """
-    out = []
-    if "nodes" in tree:
-        for node in tree["nodes"]:
-            if node["id"] == 0 or node.get("pending"):
-                continue
-            out.append({"call": node["id"] - 1, "parent_call": node["parent"] - 1,
-                        "action": node["action"], "score": node["score"], "buggy": node["buggy"],
-                        "value": node.get("value"), "visits": node.get("visits"),
-                        "dead": node.get("dead", False)})
-    else:
-        for entry in tree.get("pool", []):
-            out.append({"call": entry["call"], "parent_call": entry["parent"],
-                        "action": entry["action"], "score": entry["score"],
-                        "buggy": entry["buggy"], "refined": entry.get("refined")})
-    out.sort(key=lambda n: n["call"])
-    return out
-
-
-def summarize(run_path: Path) -> dict:
-    """The summary of a run directory as data."""
-    from codeworld.synthesis import RunDir
-
-    run_dir = RunDir(run_path)
-    spec = run_dir.spec
-    tree = run_dir.read_json("tree.json") if (run_path / "tree.json").is_file() else {}
-    accounting = run_dir.read_json("accounting.json") if (run_path / "accounting.json").is_file() else {}
-    nodes = tree_nodes(tree)
-    reports = run_dir.program_reports()
-    best_so_far = float("-inf")
-    per_call = []
-    mix: dict[str, dict[str, int]] = {}
-    for node in nodes:
-        score = 0.0 if node["buggy"] else float(node["score"])
-        best_so_far = max(best_so_far, score)
-        held = ((reports.get(node["call"]) or {}).get("report") or {}).get("heldout") or {}
-        per_call.append({"call": node["call"] + 1, "action": node["action"],
-                         "parent": node["parent_call"] + 1 if node["parent_call"] >= 0 else None,
-                         "score": score, "buggy": node["buggy"], "best": best_so_far,
-                         "heldout": held.get("score"),
-                         "duplicate_of": (reports.get(node["call"]) or {}).get(
-                             "report", {}).get("duplicate_of")})
-        counts = mix.setdefault(node["action"], {"calls": 0, "buggy": 0})
-        counts["calls"] += 1
-        counts["buggy"] += int(node["buggy"])
-    best = run_dir.read_json("best_report.json") if (run_path / "best_report.json").is_file() else None
-    return {
-        "run_dir": str(run_path), "method": spec.method, "env_id": spec.env_id,
-        "llm": spec.llm, "seed": spec.seed, "budget": spec.budget,
-        "status": None if spec.status is None else spec.status.value, "calls": len(nodes),
-        "per_call": per_call,
-        "action_mix": mix, "accounting": accounting,
-        "best": None if best is None else {
-            "call": best["call"] + 1, "score": 0.0 if best["buggy"] else best["score"],
-            "buggy": best["buggy"], "path": str(run_path / "best_model.py"),
-            "report": best.get("report") or {}},
-        "split": spec.split,
-    }
-
-
 def format_summary(summary: dict) -> str:
     lines = [f"{summary['run_dir']}: {summary['method']} on {summary['env_id']} with "
              f"{summary['llm']}, seed {summary['seed']}, {summary['status']}"]
@@ -140,6 +75,7 @@ def format_summary(summary: dict) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from codeworld.commands.report_page import summarize
     from codeworld.synthesis import RunDir
 
     path = Path(args.run_dir)
