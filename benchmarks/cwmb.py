@@ -512,68 +512,22 @@ def outcome_table(outcomes: dict[str, dict[str, int]], methods: list[str]) -> li
 # ------------------------------------------------------------------------------------------ plots
 
 
-_PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b")
-
-
-def svg_line_plot(title: str, series: dict[str, list[float]], xlabel: str, ylabel: str) -> str:
-    """A small standalone SVG line chart (y from 0 to 1, x = 1..n), no plotting library needed."""
-    width, height, left, right, top, bottom = 480, 300, 56, 150, 34, 44
-    pw, ph = width - left - right, height - top - bottom
-    n = max((len(v) for v in series.values()), default=1)
-    n = max(n, 2)
-
-    def x(i: int) -> float:  # i is 1-based
-        return left + (i - 1) / (n - 1) * pw
-
-    def y(v: float) -> float:
-        return top + (1.0 - max(0.0, min(1.0, v))) * ph
-
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-           f'font-family="sans-serif" font-size="11">',
-           f'<rect width="{width}" height="{height}" fill="white"/>',
-           f'<text x="{left}" y="20" font-size="13">{_escape(title)}</text>']
-    for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
-        out.append(f'<line x1="{left}" x2="{left + pw}" y1="{y(tick):.1f}" y2="{y(tick):.1f}" '
-                   f'stroke="#ddd"/><text x="{left - 6}" y="{y(tick) + 4:.1f}" text-anchor="end">{tick:g}</text>')
-    step = max(1, round(n / 10))
-    for i in range(1, n + 1, step):
-        out.append(f'<text x="{x(i):.1f}" y="{top + ph + 16}" text-anchor="middle">{i}</text>')
-    out.append(f'<rect x="{left}" y="{top}" width="{pw}" height="{ph}" fill="none" stroke="#444"/>')
-    out.append(f'<text x="{left + pw / 2}" y="{height - 8}" text-anchor="middle">{_escape(xlabel)}</text>')
-    out.append(f'<text x="14" y="{top + ph / 2}" text-anchor="middle" '
-               f'transform="rotate(-90 14 {top + ph / 2})">{_escape(ylabel)}</text>')
-    for k, (name, values) in enumerate(series.items()):
-        color = _PALETTE[k % len(_PALETTE)]
-        if values:
-            points = " ".join(f"{x(i + 1):.1f},{y(v):.1f}" for i, v in enumerate(values))
-            out.append(f'<polyline points="{points}" fill="none" stroke="{color}" stroke-width="2"/>')
-            for i, v in enumerate(values):
-                out.append(f'<circle cx="{x(i + 1):.1f}" cy="{y(v):.1f}" r="2.5" fill="{color}"/>')
-        ly = top + 14 + 16 * k
-        out.append(f'<line x1="{left + pw + 10}" x2="{left + pw + 26}" y1="{ly - 4}" y2="{ly - 4}" '
-                   f'stroke="{color}" stroke-width="2"/><text x="{left + pw + 30}" y="{ly}">{_escape(name)}</text>')
-    out.append("</svg>")
-    return "\n".join(out) + "\n"
-
-
-def _escape(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
 def write_plots(summary: dict, meta: dict, folder: Path) -> list[Path]:
+    from codeworld.commands.report_page import line_plot
+
     folder.mkdir(parents=True, exist_ok=True)
     paths = []
     for env in meta["envs"]:
         series = {m: summary["per_env"][m][env]["best_by_call"] for m in meta["methods"]}
         path = folder / f"{env}.svg"
-        path.write_text(svg_line_plot(f"{env}: best score so far ({meta['llm']})", series,
-                                      "LLM calls", "score (search signal)"), encoding="utf-8")
+        path.write_text(line_plot(series, title=f"{env}: best score so far ({meta['llm']})",
+                                      ylabel="score (search signal)") + "\n", encoding="utf-8")
         paths.append(path)
     series = {f"{m} ({g})": summary["groups"][m][g]["best_by_call"]
               for m in meta["methods"] for g in GROUPS if summary["groups"][m][g]["envs"]}
     path = folder / "groups.svg"
-    path.write_text(svg_line_plot(f"group means: best score so far ({meta['llm']})", series,
-                                  "LLM calls", "score (search signal)"), encoding="utf-8")
+    path.write_text(line_plot(series, title=f"group means: best score so far ({meta['llm']})",
+                                  ylabel="score (search signal)") + "\n", encoding="utf-8")
     paths.append(path)
     return paths
 

@@ -361,14 +361,7 @@ def _repair_returns(source: str) -> tuple[str, list[Repair]]:
     tree, step = found
     from codeworld.synthesis.checks import _own_nodes
 
-    assigned: dict[str, list[ast.AST]] = {}
-    for node in _own_nodes(step):
-        if isinstance(node, ast.Assign):
-            for target in node.targets:
-                if isinstance(target, ast.Name):
-                    assigned.setdefault(target.id, []).append(node.value)
-        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and isinstance(node.target, ast.Name):
-            assigned.setdefault(node.target.id, []).append(node.value)
+    assigned = _assignments(step)
     edits: list[tuple[ast.AST, str, Repair]] = []
     for node in _own_nodes(step):
         if not (isinstance(node, ast.Return) and isinstance(node.value, ast.Tuple)
@@ -408,6 +401,21 @@ def _repair_returns(source: str) -> tuple[str, list[Repair]]:
     return new, [rep for _, _, rep in sorted(unique.values(), key=lambda e: (e[0].lineno, e[0].col_offset))]
 
 
+def _assignments(step: ast.FunctionDef) -> dict[str, list[ast.AST]]:
+    """The values each plain name is assigned in `step`'s own body (``=``, ``+=``, ``x: T =``)."""
+    from codeworld.synthesis.checks import _own_nodes
+
+    assigned: dict[str, list[ast.AST]] = {}
+    for node in _own_nodes(step):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    assigned.setdefault(target.id, []).append(node.value)
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and isinstance(node.target, ast.Name):
+            assigned.setdefault(node.target.id, []).append(node.value)
+    return assigned
+
+
 def _repair_float_indices(source: str) -> tuple[str, list[Repair]]:
     """An index into a list or tuple made from the state's values, which are floats (a
     `TypeError` when the list is indexed), is taken with ``int(round(...))``: the state's
@@ -429,12 +437,7 @@ def _repair_float_indices(source: str) -> tuple[str, list[Repair]]:
     sequences = {t.id for node in tree.body + list(_own_nodes(step)) if isinstance(node, ast.Assign)
                  for t in node.targets if isinstance(t, ast.Name)
                  and isinstance(node.value, (ast.List, ast.Tuple, ast.ListComp))}
-    assigned: dict[str, list[ast.AST]] = {}
-    for node in _own_nodes(step):
-        if isinstance(node, ast.Assign):
-            for target in node.targets:
-                if isinstance(target, ast.Name):
-                    assigned.setdefault(target.id, []).append(node.value)
+    assigned = _assignments(step)
     floats = {name for name, values in assigned.items() if all(reads_state(v) for v in values)}
 
     def float_valued(node: ast.AST) -> bool:
