@@ -16,20 +16,33 @@ Layout::
       best_model.py       the best program so far
       best_report.json    its call and evaluation
 
-Every file is written to a temporary name and renamed, so an interrupted run leaves either the
-old or the new version of each, never half of one. A call record is written as soon as the
-completion arrives, before the program is scored: a resumed run never pays for it again.
+      .lock               the pid of the process writing the run (see `RunDir.acquire`)
+
+Every file is written to a temporary name, flushed to disk and renamed, so an interrupted run
+(or a full disk) leaves either the old or the new version of each, never half of one. A call
+record is written as soon as the completion arrives, before the program is scored: a resumed run
+never pays for it again.
+
+The faults a run must survive each end in one error with a one-line message, a `ValueError` or an
+`OSError`, which the command line prints without a traceback:
+
+- `RunLockedError`: a second process wants to write a run directory that one is writing;
+- `RunWriteError`: a file could not be written (disk full, quota, permissions);
+- `RunRecordError`: a saved record is truncated or not what this version wrote (edited by hand).
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from codeworld.synthesis.run_spec import RunSpec, RunStatus
+from codeworld.synthesis.run_spec import KIND_NAMES, RunSpec, RunStatus, kind_problem
 from codeworld.synthesis.types import ProgramEvaluation
 
 RUN_FILE = "run.json"
@@ -41,20 +54,144 @@ TREE_FILE = "tree.json"
 ACCOUNTING_FILE = "accounting.json"
 BEST_MODEL_FILE = "best_model.py"
 BEST_REPORT_FILE = "best_report.json"
+LOCK_FILE = ".lock"
+
+
+class RunLockedError(ValueError):
+    """Another process holds the lock of the run directory (see `RunDir.acquire`).
+
+    Attributes:
+        path: the run directory.
+        pid: the holder's process id (None when the lock file names none yet).
+    """
+
+    def __init__(self, path: Path, pid: int | None):
+        self.path, self.pid = path, pid
+        holder = f"pid {pid}" if pid is not None else "pid unknown"
+        who = ("this very process" if pid == os.getpid() else "another codeworld process")
+        super().__init__(f"{path} is in use by {who} ({holder}); wait for it to end or choose "
+                         "another --out")
+
+
+class RunWriteError(OSError):
+    """A file of the run could not be written; no part of it was left behind.
+
+    ``errno``, ``strerror`` and ``filename`` are those of the failed write; ``str(error)`` is one
+    line for the user.
+    """
+
+    def __init__(self, path: Path, cause: OSError):
+        super().__init__(cause.errno, cause.strerror or str(cause), str(path))
+        self.message = f"could not write {path}: {cause.strerror or cause}"
+        if cause.errno in (errno.ENOSPC, errno.EDQUOT):
+            self.message += "; free some space, then resume the run (--resume)"
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class RunRecordError(ValueError):
+    """A saved record of the run is truncated, not JSON, or has a field of the wrong type.
+
+    Attributes:
+        path: the file.
+    """
+
+    def __init__(self, path: Path, problem: str):
+        self.path = path
+        super().__init__(f"{path} {problem}")
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file and a rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    """Write ``text`` to ``path`` through a temporary file, flushed to disk, and a rename.
+
+    Raises:
+        RunWriteError: the directory, the temporary file or the rename failed (a full disk, a
+            quota, permissions); the temporary file is removed and ``path`` is as it was.
+    """
+    path = Path(path)
+    data = memoryview(text.encode("utf-8"))
+    tmp = None
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        try:
+            while data:
+                data = data[os.write(fd, data):]
+            # A full disk may show only here (delayed allocation, network file systems).
+            os.fsync(fd)
+        finally:
+            os.close(fd)
         os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    except BaseException as exc:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        if isinstance(exc, OSError) and not isinstance(exc, RunWriteError):
+            raise RunWriteError(path, exc) from exc
         raise
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise RunRecordError(path, f"is not UTF-8 text (byte {exc.start})") from None
+
+
+# The fields of each numbered record that the readers (`synthesize`'s replay, `codeworld show`)
+# depend on: dotted name -> (the JSON kinds allowed, required).
+_CALL_FIELDS = {
+    "messages": ((list,), True),
+    "completion": ((dict,), True),
+    "completion.text": ((str,), True),
+    "completion.prompt_tokens": ((int,), True),
+    "completion.completion_tokens": ((int,), True),
+    "completion.latency_s": ((float,), True),
+    "completion.cached": ((bool,), True),
+    "request": ((dict,), False),
+}
+_PROGRAM_FIELDS = {
+    "score": ((float,), True),
+    "buggy": ((bool,), True),
+    "has_program": ((bool,), False),
+    "feedback": ((str,), False),
+    "mispredicted": ((dict, type(None)), False),
+    "report": ((dict,), False),
+}
+_REPAIRS_FIELDS = {"original": ((str,), True), "program": ((str,), True),
+                   "repairs": ((list,), True)}
+_FIT_FIELDS = {"original": ((str,), True), "program": ((str,), True), "fit": ((dict,), True)}
+
+
+def load_record(path: Path, fields: dict[str, tuple[tuple[type, ...], bool]] | None = None,
+                hint: str = "") -> dict:
+    """A JSON object from ``path``, its ``fields`` checked (see `_CALL_FIELDS` for the form).
+
+    Raises:
+        RunRecordError: the file is not UTF-8 JSON, holds no object, or lacks a required field
+            or has one of the wrong kind; the message names the file, what is wrong and ``hint``.
+    """
+    try:
+        data = json.loads(_read_text(path))
+    except json.JSONDecodeError as exc:
+        raise RunRecordError(path, f"is not valid JSON (truncated?): {exc}{hint}") from None
+    if not isinstance(data, dict):
+        found = KIND_NAMES.get(type(data), type(data).__name__)
+        raise RunRecordError(path, f"should hold a JSON object, not {found}{hint}")
+    for name, (kinds, required) in (fields or {}).items():
+        holder: Any = data
+        *parents, key = name.split(".")
+        for parent in parents:
+            holder = holder.get(parent) if isinstance(holder, dict) else None
+        if not isinstance(holder, dict) or key not in holder:
+            if required:
+                raise RunRecordError(path, f"has no {name!r}{hint}")
+            continue
+        problem = kind_problem(name, holder[key], kinds)
+        if problem:
+            raise RunRecordError(path, f"is wrong: {problem}{hint}")
+    return data
 
 
 def _dump(data: Any) -> str:
@@ -71,6 +208,43 @@ def _json_default(value: Any) -> Any:
     return str(value)
 
 
+class RunLock:
+    """A process's hold on a run directory (`RunDir.acquire`); a context manager.
+
+    Attributes:
+        holds: how many times it was taken through its `RunDir` and not yet released.
+    """
+
+    def __init__(self, fd: int):
+        self._fd: int | None = fd
+        self.holds = 1
+
+    @property
+    def held(self) -> bool:
+        return self._fd is not None
+
+    def release(self) -> None:
+        """Give one hold back; the last one unlocks the directory (releasing twice is harmless)."""
+        if self._fd is None:
+            return
+        self.holds -= 1
+        if self.holds > 0:
+            return
+        import fcntl
+
+        fd, self._fd = self._fd, None
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, 0)  # no pid: the next reader knows no one holds it
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+    def __enter__(self) -> RunLock:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.release()
+
+
 class RunDir:
     """Reads and writes one run directory (see the module docstring for its layout).
 
@@ -80,9 +254,66 @@ class RunDir:
 
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
+        self._lock: RunLock | None = None
 
     def __repr__(self) -> str:
         return f"RunDir({str(self.path)!r})"
+
+    # ------------------------------------------------------------------ the lock
+
+    def acquire(self) -> RunLock:
+        """Take the run directory for this process alone, until `RunLock.release` (or the
+        process ends: the lock is an ``flock`` on ``.lock``, which the kernel drops with the
+        process, however it dies).
+
+        Creates the directory if need be, and removes the temporary files a writer killed
+        mid-write left behind (no other writer can be at work). Taking it again through the same
+        `RunDir` while held is allowed (the lock is released with the last hold).
+
+        Returns:
+            The lock, a context manager that releases it.
+
+        Raises:
+            RunLockedError: another process (or another `RunDir` of this process) holds it; the
+                message names the holder's pid.
+            RunWriteError: the lock file could not be created.
+        """
+        if self._lock is not None and self._lock.held:
+            self._lock.holds += 1
+            return self._lock
+        import fcntl
+
+        lock_path = self.path / LOCK_FILE
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except OSError as exc:
+            raise RunWriteError(lock_path, exc) from exc
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            holder = os.read(fd, 32).decode("ascii", "replace").strip()
+            os.close(fd)
+            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                raise RunWriteError(lock_path, exc) from exc
+            raise RunLockedError(self.path, int(holder) if holder.isdigit() else None) from None
+        try:
+            os.ftruncate(fd, 0)
+            os.write(fd, f"{os.getpid()}\n".encode("ascii"))
+        except OSError:
+            pass  # the lock holds without its pid; a second process is told "pid unknown"
+        self._lock = RunLock(fd)
+        for stale in self.path.glob("**/.*.tmp"):
+            with contextlib.suppress(OSError):
+                stale.unlink()
+        return self._lock
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[RunDir]:
+        """``with run_dir.locked():`` holds the lock of `acquire` for the block; yields the run
+        directory."""
+        with self.acquire():
+            yield self
 
     # ------------------------------------------------------------------ metadata
 
@@ -104,13 +335,14 @@ class RunDir:
         """The run's `RunSpec`, read from ``run.json`` (also one written by an earlier version).
 
         Raises:
-            ValueError: the file is not a run's spec (see `RunSpec.from_json`).
+            RunRecordError: the file is not JSON, or not a run's spec (see `RunSpec.from_json`).
         """
-        data = json.loads((self.path / RUN_FILE).read_text(encoding="utf-8"))
+        path = self.path / RUN_FILE
+        data = load_record(path)
         try:
             return RunSpec.from_json(data)
         except (ValueError, TypeError) as exc:
-            raise ValueError(f"{self.path / RUN_FILE}: {exc}") from None
+            raise RunRecordError(path, f"is wrong: {exc}") from None
 
     def update_spec(self, **changes: Any) -> RunSpec:
         """Change fields of ``run.json``; returns the new spec."""
@@ -145,22 +377,44 @@ class RunDir:
     def report_path(self, call: int) -> Path:
         return self.path / PROGRAMS_DIR / f"{call:04d}.json"
 
-    def _load_numbered(self, folder_name: str) -> dict[int, dict]:
-        """The JSON records ``NNNN.json`` of one of the run's folders, by call index."""
+    def _load_numbered(self, folder_name: str, fields: dict) -> dict[int, dict]:
+        """The JSON records ``NNNN.json`` of one of the run's folders, by call index.
+
+        Raises:
+            RunRecordError: a record is truncated or lacks a field of ``fields``.
+        """
         out = {}
         folder = self.path / folder_name
         if folder.is_dir():
             for file in sorted(folder.glob("[0-9]*.json")):
-                out[int(file.stem)] = json.loads(file.read_text(encoding="utf-8"))
+                if file.stem.isdigit():
+                    out[int(file.stem)] = self._load_numbered_record(file, fields)
         return out
+
+    @staticmethod
+    def _load_numbered_record(file: Path, fields: dict) -> dict:
+        call = int(file.stem)
+        # A call record cannot be redone without changing the calls after it; the records
+        # derived from it (evaluation, repairs, fit) are redone on resume when missing.
+        hint = "" if file.parent.name == CALLS_DIR else "; delete it to have it redone on resume"
+        record = load_record(file, fields, hint)
+        if "call" in record and record["call"] != call:
+            raise RunRecordError(file, f"is wrong: it says it is call {record['call']!r}, its "
+                                       f"name says {call}")
+        return record
 
     def save_call(self, call: int, record: dict) -> None:
         """Save one LLM call (request, messages, completion, cost)."""
         write_atomic(self.call_path(call), _dump(record))
 
     def load_calls(self) -> dict[int, dict]:
-        """Every saved call record, by call index."""
-        return self._load_numbered(CALLS_DIR)
+        """Every saved call record, by call index.
+
+        Raises:
+            RunRecordError: a record is truncated, or lacks (or has a wrong-typed) field the
+                replay reads: ``messages``, ``completion.text``, its tokens, latency and cache flag.
+        """
+        return self._load_numbered(CALLS_DIR, _CALL_FIELDS)
 
     def save_program(self, call: int, program: str | None, evaluation: ProgramEvaluation) -> None:
         """Save the program a call wrote and its evaluation."""
@@ -178,8 +432,12 @@ class RunDir:
                                                      "original": original, "program": program}))
 
     def load_repairs(self) -> dict[int, dict]:
-        """Every saved repair record, by call index (empty for runs without repairs)."""
-        return self._load_numbered(REPAIRS_DIR)
+        """Every saved repair record, by call index (empty for runs without repairs).
+
+        Raises:
+            RunRecordError: a record is truncated or wrong (see `load_calls`).
+        """
+        return self._load_numbered(REPAIRS_DIR, _REPAIRS_FIELDS)
 
     def fit_path(self, call: int) -> Path:
         return self.path / FITS_DIR / f"{call:04d}.json"
@@ -194,30 +452,43 @@ class RunDir:
         path = self.fit_path(call)
         if original is None or not path.is_file():
             return None
-        record = json.loads(path.read_text(encoding="utf-8"))
-        return record["program"] if record.get("original") == original else None
+        record = self._load_numbered_record(path, _FIT_FIELDS)
+        return record["program"] if record["original"] == original else None
 
     def load_fits(self) -> dict[int, dict]:
-        """Every saved in-search fit record, by call index (empty for runs without fits)."""
-        return self._load_numbered(FITS_DIR)
+        """Every saved in-search fit record, by call index (empty for runs without fits).
+
+        Raises:
+            RunRecordError: a record is truncated or wrong (see `load_calls`).
+        """
+        return self._load_numbered(FITS_DIR, _FIT_FIELDS)
 
     def load_evaluation(self, call: int, program: str | None) -> ProgramEvaluation | None:
-        """The saved evaluation of a call's program, if it is for this very program."""
+        """The saved evaluation of a call's program, if it is for this very program.
+
+        Raises:
+            RunRecordError: the evaluation record is truncated or wrong (see `load_calls`), or
+                the program file is not UTF-8 text.
+        """
         report = self.report_path(call)
         if not report.is_file():
             return None
-        record = json.loads(report.read_text(encoding="utf-8"))
+        record = self._load_numbered_record(report, _PROGRAM_FIELDS)
         if record.get("has_program") != (program is not None):
             return None
         if program is not None:
             path = self.program_path(call)
-            if not path.is_file() or path.read_text(encoding="utf-8") != program:
+            if not path.is_file() or _read_text(path) != program:
                 return None
         return ProgramEvaluation.from_json(record)
 
     def program_reports(self) -> dict[int, dict]:
-        """Every saved program evaluation, by call index."""
-        return self._load_numbered(PROGRAMS_DIR)
+        """Every saved program evaluation, by call index.
+
+        Raises:
+            RunRecordError: a record is truncated or wrong (see `load_calls`).
+        """
+        return self._load_numbered(PROGRAMS_DIR, _PROGRAM_FIELDS)
 
     # ------------------------------------------------------------------ state
 
@@ -235,5 +506,24 @@ class RunDir:
                                 **full.to_json()}))
 
     def read_json(self, name: str) -> dict:
-        """Read one of the run's JSON files by name (``tree.json``, ``accounting.json``, ...)."""
-        return json.loads((self.path / name).read_text(encoding="utf-8"))
+        """Read one of the run's JSON files by name (``tree.json``, ``accounting.json``, ...).
+
+        Raises:
+            RunRecordError: the file is truncated, not JSON or holds no JSON object.
+        """
+        return load_record(self.path / name)
+
+    def check(self) -> None:
+        """Read every record of the run, as a resume and ``codeworld show`` will.
+
+        Raises:
+            RunRecordError: the first record that is truncated or wrong, named with what is wrong.
+        """
+        self.spec
+        for load in (self.load_calls, self.program_reports, self.load_repairs, self.load_fits):
+            load()
+        for name in (TREE_FILE, ACCOUNTING_FILE, BEST_REPORT_FILE):
+            if (self.path / name).is_file():
+                self.read_json(name)
+        for program in sorted((self.path / PROGRAMS_DIR).glob("[0-9]*.py")):
+            _read_text(program)

@@ -18,8 +18,33 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import enum
+import typing
 from dataclasses import dataclass, field
 from typing import Any
+
+KIND_NAMES = {str: "a string", int: "an integer", float: "a number", bool: "true or false",
+              list: "a list", dict: "an object", type(None): "null"}
+"""How a message names each kind of JSON value."""
+
+
+def _is_kind(value: Any, kinds: tuple[type, ...]) -> bool:
+    """Whether ``value`` is JSON data of one of ``kinds`` (a bool is no number; an int is a
+    float)."""
+    if isinstance(value, bool):
+        return bool in kinds
+    if isinstance(value, int) and float in kinds:
+        return True
+    return isinstance(value, kinds)
+
+
+def kind_problem(name: str, value: Any, kinds: tuple[type, ...]) -> str | None:
+    """What is wrong with a record's field ``name`` holding ``value`` where JSON data of one of
+    ``kinds`` belongs, in a few words; None when nothing is."""
+    if _is_kind(value, kinds):
+        return None
+    wanted = " or ".join(KIND_NAMES.get(k, k.__name__) for k in kinds)
+    shown = repr(value)
+    return f"{name!r} should be {wanted}, not {shown[:40] + '...' if len(shown) > 40 else shown}"
 
 
 class RunStatus(str, enum.Enum):
@@ -113,7 +138,7 @@ class RunSpec:
             config: the method's config dataclass (stored as `config_to_json` data), or None.
             **fields: the other fields.
         """
-        from codeworld import __version__
+        from codeworld._version import __version__
         from codeworld.synthesis.registry import config_to_json
 
         stamp = {"created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
@@ -141,10 +166,18 @@ class RunSpec:
         """Read ``run.json`` data from this version or an earlier one.
 
         Raises:
-            ValueError: the data names no method, or has an unknown status.
+            ValueError: the data names no method, has a field of the wrong kind (``"budget":
+                "ten"``) or an unknown status.
         """
         if not isinstance(data, dict) or "method" not in data:
             raise ValueError("run.json names no method")
         known = {item.name for item in dataclasses.fields(cls)} - {"extra"}
+        for name, hint in typing.get_type_hints(cls).items():
+            if name not in known or name not in data:
+                continue
+            kinds = tuple(str if k is RunStatus else k for k in typing.get_args(hint) or (hint,))
+            problem = kind_problem(name, data[name], kinds)
+            if problem:
+                raise ValueError(problem)
         return cls(**{k: v for k, v in data.items() if k in known},
                    extra={k: v for k, v in data.items() if k not in known})
