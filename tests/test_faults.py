@@ -316,7 +316,7 @@ def test_a_broken_record_is_named_in_one_line(tmp_path, file, change, loader, ex
     error = info.value
     assert isinstance(error, ValueError) and error.path == target
     message = one_line(str(error))
-    assert message.startswith(f"{target} ") and expected in message
+    assert message.startswith(f"{target}") and expected in message
     with pytest.raises(RunRecordError) as checked:  # the same finding from the check of all
         run_dir.check()
     assert str(checked.value) == message

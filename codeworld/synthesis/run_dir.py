@@ -97,9 +97,9 @@ class RunRecordError(ValueError):
         path: the file.
     """
 
-    def __init__(self, path: Path, problem: str):
+    def __init__(self, path: Path, message: str):
         self.path = path
-        super().__init__(f"{path} {problem}")
+        super().__init__(message)
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -136,7 +136,7 @@ def _read_text(path: Path) -> str:
     try:
         return path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
-        raise RunRecordError(path, f"is not UTF-8 text (byte {exc.start})") from None
+        raise RunRecordError(path, f"{path} is not UTF-8 text (byte {exc.start})") from None
 
 
 # The fields of each numbered record that the readers (`synthesize`'s replay, `codeworld show`)
@@ -175,10 +175,10 @@ def load_record(path: Path, fields: dict[str, tuple[tuple[type, ...], bool]] | N
     try:
         data = json.loads(_read_text(path))
     except json.JSONDecodeError as exc:
-        raise RunRecordError(path, f"is not valid JSON (truncated?): {exc}{hint}") from None
+        raise RunRecordError(path, f"{path} is not valid JSON (truncated?): {exc}{hint}") from None
     if not isinstance(data, dict):
         found = KIND_NAMES.get(type(data), type(data).__name__)
-        raise RunRecordError(path, f"should hold a JSON object, not {found}{hint}")
+        raise RunRecordError(path, f"{path} should hold a JSON object, not {found}{hint}")
     for name, (kinds, required) in (fields or {}).items():
         holder: Any = data
         *parents, key = name.split(".")
@@ -186,11 +186,11 @@ def load_record(path: Path, fields: dict[str, tuple[tuple[type, ...], bool]] | N
             holder = holder.get(parent) if isinstance(holder, dict) else None
         if not isinstance(holder, dict) or key not in holder:
             if required:
-                raise RunRecordError(path, f"has no {name!r}{hint}")
+                raise RunRecordError(path, f"{path} has no {name!r}{hint}")
             continue
         problem = kind_problem(name, holder[key], kinds)
         if problem:
-            raise RunRecordError(path, f"is wrong: {problem}{hint}")
+            raise RunRecordError(path, f"{path}: {problem}{hint}")
     return data
 
 
@@ -342,7 +342,7 @@ class RunDir:
         try:
             return RunSpec.from_json(data)
         except (ValueError, TypeError) as exc:
-            raise RunRecordError(path, f"is wrong: {exc}") from None
+            raise RunRecordError(path, f"{path}: {exc}") from None
 
     def update_spec(self, **changes: Any) -> RunSpec:
         """Change fields of ``run.json``; returns the new spec."""
@@ -399,7 +399,7 @@ class RunDir:
         hint = "" if file.parent.name == CALLS_DIR else "; delete it to have it redone on resume"
         record = load_record(file, fields, hint)
         if "call" in record and record["call"] != call:
-            raise RunRecordError(file, f"is wrong: it says it is call {record['call']!r}, its "
+            raise RunRecordError(file, f"{file}: it says it is call {record['call']!r}, its "
                                        f"name says {call}")
         return record
 
