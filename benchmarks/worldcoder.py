@@ -14,6 +14,19 @@ Results go to ``benchmarks/results/worldcoder*.json`` and ``.md``; each variant'
 
 ``--llm reference`` answers every call with codeworld's hand-written model for the level's family
 (it costs no tokens): it checks the pipeline end to end and shows the ceiling.
+
+``--methods agent,ppo,react`` puts the paper's baselines in the same table, on the same levels,
+episode seeds and episode limit (the default is the agent alone: PPO spends up to ``--ppo-steps``
+env steps per level, ReAct one LLM call per step). ``ppo`` is stable-baselines3's PPO (the
+``train`` extra, `codeworld.agent.ppo`): its training episodes are the env steps counted, and
+the notes under the table add where its policy became valid (``--ppo-valid-rate`` success over
+100 training episodes), which a lucky streak cannot fake. ``react`` is an LLM that chooses every
+action (`codeworld.agent.react`): ``--react-episodes`` episodes, their success, calls and tokens.
+Two plots go beside the table: levels at first and at reliable success against environment steps
+(``STEM_steps.png``) and against LLM tokens (``STEM_tokens.png``, methods that call an LLM).
+
+    python benchmarks/worldcoder.py --methods ppo --ppo-steps 100000 --reliable 3 \\
+        --levels minigrid:empty sokoban:corridor --out benchmarks/results/worldcoder_ppo
 """
 
 from __future__ import annotations
@@ -25,11 +38,12 @@ import sys
 import time
 from dataclasses import asdict, replace
 from pathlib import Path
+from typing import Any, Callable
 
+from codeworld.agent import reference
 from codeworld.agent.config import AgentConfig
 from codeworld.agent.envs import make_object_env
 from codeworld.agent.loop import WorldCoderAgent, summary_row
-from codeworld.agent.reference import MINIGRID_MODEL, SOKOBAN_MODEL
 from codeworld.synthesis.config import SamplingConfig
 
 VARIANTS = {
@@ -41,27 +55,50 @@ VARIANTS = {
 DEFAULT_LEVELS = ["minigrid:empty", "minigrid:doorkey", "sokoban:corridor", "sokoban:turn"]
 
 
+METHODS = ("agent", "ppo", "react")
+
+
+def reference_models() -> dict[str, str]:
+    """The hand-written model of each family (`codeworld.agent.reference`)."""
+    return getattr(reference, "REFERENCE_MODELS",
+                   {"sokoban": reference.SOKOBAN_MODEL, "minigrid": reference.MINIGRID_MODEL})
+
+
 class ReferenceLLM:
-    """Answers with the hand-written model of the family named in the prompt (no tokens)."""
+    """Answers every call with the hand-written model of one family (no tokens).
+
+    Raises:
+        KeyError: a family without a hand-written model.
+    """
+
+    def __init__(self, family: str):
+        models = reference_models()
+        if family not in models:
+            raise KeyError(f"no hand-written model for family {family!r}; families: {', '.join(sorted(models))}")
+        self.family = family
+        self.program = models[family]
 
     def complete(self, messages, **sampling):
         from codeworld.synthesis.fakes import FakeCompletion
 
-        text = messages[-1]["content"]
-        program = SOKOBAN_MODEL if "Sokoban" in text else MINIGRID_MODEL
-        return FakeCompletion(f"```python\n{program}```\n")
+        return FakeCompletion(f"```python\n{self.program}```\n")
 
 
-def run_variant(name: str, llm, levels: list[str], base: AgentConfig, runs: Path | None,
-                seeds: list[int], report=None) -> list[dict]:
-    """Play the curriculum once with one variant's settings; ``report(row)`` after each level."""
+def run_variant(name: str, llm_for: Callable[[Any], Any], levels: list[str], base: AgentConfig,
+                runs: Path | None, seeds: list[int], report=None) -> list[dict]:
+    """Play the curriculum once with one variant's settings; ``report(row)`` after each level.
+
+    ``llm_for(env)`` gives the LLM of a level (the same client for every level, or the family's
+    `ReferenceLLM`).
+    """
     config = replace(base, **VARIANTS[name])
     envs = [make_object_env(level) for level in levels]
     run_dir = runs / name if runs is not None else None
     rows = []
-    with WorldCoderAgent(llm, config, run_dir=run_dir) as agent:
+    with WorldCoderAgent(None, config, run_dir=run_dir) as agent:
         for env in envs:
             started = time.perf_counter()
+            agent.llm = llm_for(env)
             try:
                 result = agent.run_level(env, seeds)
                 row = summary_row(result)
@@ -73,6 +110,38 @@ def run_variant(name: str, llm, levels: list[str], base: AgentConfig, runs: Path
             print(format_row(row), flush=True)
             if report is not None:
                 report(row)
+    return rows
+
+
+def run_baseline(method: str, levels: list[str], args: argparse.Namespace, llm_for: Callable[[Any], Any],
+                 report=None) -> list[dict]:
+    """One baseline (``ppo`` or ``react``) on every level; ``report(row)`` after each level."""
+    from codeworld.agent.ppo import ppo_baseline
+    from codeworld.agent.react import ReActConfig, react_baseline
+
+    rows = []
+    for level in levels:
+        started = time.perf_counter()
+        try:
+            if method == "ppo":
+                row = ppo_baseline(level, args.ppo_steps, seed=args.seed, reliable=args.reliable,
+                                   seeds=args.seeds, max_episode_steps=args.max_episode_steps,
+                                   valid_rate=args.ppo_valid_rate)
+            else:
+                config = ReActConfig(history=args.react_history, max_episode_steps=args.max_episode_steps,
+                                     sampling=SamplingConfig(temperature=args.temperature,
+                                                             max_tokens=args.react_max_tokens))
+                row = react_baseline(level, llm_for(make_object_env(level)), args.react_episodes,
+                                     seed=args.seed, reliable=args.reliable, seeds=args.seeds,
+                                     config=config)
+        except Exception as exc:  # noqa: BLE001 - a failed level is a result too
+            row = {"level": level, "error": f"{type(exc).__name__}: {exc}",
+                   "wall_seconds": round(time.perf_counter() - started, 1)}
+        row["variant"] = method
+        rows.append(row)
+        print(format_row(row), flush=True)
+        if report is not None:
+            report(row)
     return rows
 
 
@@ -97,31 +166,135 @@ HEADER = ("| variant | level | episodes | successes | env steps | LLM calls | to
           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 
 
+def baseline_notes(rows: list[dict]) -> str:
+    """What the baselines' rows do not show in the common table."""
+    lines = []
+    for r in rows:
+        if "error" in r:
+            continue
+        if r.get("method") == "ppo":
+            valid = r["valid_policy"]
+            reached = (f"at {valid['env_steps']:,} env steps" if valid else
+                       f"not within {r['budget_steps']:,} env steps")
+            lines.append(f"- ppo, {r['level']}: success rate {r['valid_rate']:.0%} over "
+                         f"{r['window']} training episodes (a valid policy) {reached}; "
+                         f"{r['episodes']:,} training episodes, the last {r['window']} at "
+                         f"{r['recent_success_rate']:.0%}.")
+        elif r.get("method") == "react":
+            lines.append(f"- react, {r['level']}: success {r['successes']}/{r['episodes']} "
+                         f"({r['success_rate']:.0%}), {r['calls_per_episode']:g} calls and "
+                         f"{r['tokens_per_episode']:,.0f} tokens per episode, "
+                         f"{r['parse_failures']} answers without a usable action.")
+    return "\n".join(lines)
+
+
+def plot(rows: list[dict], stem: Path) -> list[Path]:
+    """Levels at first and at reliable success against env steps and against LLM tokens, one line
+    per method (matplotlib, the ``train`` extra); returns the files written (none without it)."""
+    try:
+        import matplotlib
+    except ImportError:
+        return []
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    methods = list(dict.fromkeys(r["variant"] for r in rows))
+    levels = len({r["level"] for r in rows})
+    written = []
+    for key, label, suffix in (("env_steps", "environment steps", "_steps"),
+                               ("tokens", "LLM tokens", "_tokens")):
+        curves = {}
+        for method in methods:
+            mine = [r for r in rows if r["variant"] == method and "error" not in r]
+            if key == "tokens" and not any(r["llm_calls"] for r in mine):
+                continue  # PPO: no LLM, nothing to put on a tokens axis
+            for milestone in ("first_success", "reliable_success"):
+                curves[method, milestone] = sorted(r[milestone][key] for r in mine if r[milestone])
+        right = 2 * max([10] + [c for costs in curves.values() for c in costs])
+        fig, ax = plt.subplots(figsize=(6.4, 4.0))
+        for (method, milestone), costs in curves.items():
+            # a step up at each level's cost: how many levels were reached within x
+            ax.step([0] + costs + [right], [0] + list(range(1, len(costs) + 1)) + [len(costs)],
+                    where="post", color=f"C{methods.index(method)}",
+                    linestyle="-" if milestone == "reliable_success" else "--",
+                    label=f"{method}, {'reliable' if milestone == 'reliable_success' else 'first'} success")
+        ax.set_xscale("symlog", linthresh=10)
+        ax.set_xlim(0, right)
+        ax.set_ylim(0, levels + 0.3)
+        ax.set_xlabel(f"{label} (symmetric log scale)")
+        ax.set_ylabel(f"levels reached (of {levels})")
+        ax.set_title(f"Levels at first and at reliable success against {label}", fontsize=10)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7, loc="upper left")
+        fig.tight_layout()
+        path = stem.with_name(stem.name + suffix + ".png")
+        fig.savefig(path, dpi=120)
+        plt.close(fig)
+        written.append(path)
+    return written
+
+
+def _methods(text: str, llm: str) -> list[str]:
+    chosen = [m.strip() for m in text.split(",") if m.strip()]
+    unknown = [m for m in chosen if m not in METHODS]
+    if unknown or not chosen:
+        raise SystemExit(f"worldcoder.py: --methods takes a comma-separated list of {', '.join(METHODS)}; "
+                         f"got {text!r}")
+    if "react" in chosen and llm == "reference":
+        raise SystemExit("worldcoder.py: react needs an LLM that chooses actions; --llm reference "
+                         "only writes models")
+    return chosen
+
+
 def main(argv: list[str] | None = None) -> int:
     from codeworld.llm import add_llm_arguments, llm_from_args
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--levels", nargs="+", default=DEFAULT_LEVELS, metavar="FAMILY:LEVEL")
+    parser.add_argument("--methods", default="agent", metavar="M1,M2",
+                        help="agent, ppo and/or react, comma-separated, in one table (default: "
+                             "agent; react needs an LLM that acts, ppo the train extra)")
     parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
     parser.add_argument("--max-env-steps", type=int, default=200, help="per level (default 200)")
     parser.add_argument("--max-llm-calls", type=int, default=12, help="per level (default 12)")
     parser.add_argument("--rewrite-calls", type=int, default=3, help="per rewrite (default 3)")
     parser.add_argument("--reliable", type=int, default=10, help="successes in a row (default 10)")
-    parser.add_argument("--max-episode-steps", type=int, default=40)
+    parser.add_argument("--max-episode-steps", type=int, default=40,
+                        help="per episode, for every method (default 40)")
     parser.add_argument("--epsilon", type=float, default=0.1)
     parser.add_argument("--plan-max-nodes", type=int, default=5000, help="planner limit (default 5000)")
     parser.add_argument("--max-tokens", type=int, default=1200, help="completion length")
     parser.add_argument("--temperature", type=float, default=0.7)
+    parser.add_argument("--ppo-steps", type=int, default=100_000,
+                        help="PPO's budget of env steps per level (default 100000)")
+    parser.add_argument("--ppo-valid-rate", type=float, default=0.9,
+                        help="success rate over 100 training episodes that counts as a valid "
+                             "policy (default 0.9)")
+    parser.add_argument("--react-episodes", type=int, default=10, help="ReAct episodes per level (default 10)")
+    parser.add_argument("--react-history", type=int, default=5, help="past steps in a ReAct prompt (default 5)")
+    parser.add_argument("--react-max-tokens", type=int, default=256,
+                        help="completion length of a ReAct step (default 256)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4],
                         help="episode seeds, cycled (MiniGrid layouts)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default="benchmarks/results/worldcoder", metavar="STEM",
-                        help="writes STEM.json and STEM.md")
+                        help="writes STEM.json, STEM.md, STEM_steps.png and STEM_tokens.png")
     parser.add_argument("--runs", default=None, metavar="DIR", help="run directories (default: none)")
     add_llm_arguments(parser)
     args = parser.parse_args(argv)
+    methods = _methods(args.methods, args.llm)
 
-    llm = ReferenceLLM() if args.llm == "reference" else llm_from_args(args)
+    if args.llm == "reference":
+        def llm_for(env):
+            return ReferenceLLM(env.family)
+    elif "agent" in methods or "react" in methods:
+        client = llm_from_args(args)
+
+        def llm_for(env):
+            return client
+    else:  # PPO alone: no LLM is started
+        def llm_for(env):
+            raise AssertionError("no method that needs an LLM was chosen")
     base = AgentConfig(epsilon=args.epsilon, max_env_steps=args.max_env_steps,
                        max_llm_calls=args.max_llm_calls, rewrite_calls=args.rewrite_calls,
                        reliable_successes=args.reliable, max_episode_steps=args.max_episode_steps,
@@ -134,9 +307,11 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     meta = {"command": "python benchmarks/worldcoder.py " + " ".join(argv if argv is not None else sys.argv[1:]),
-            "llm": args.llm, "levels": args.levels, "variants": args.variants,
-            "config": asdict(base), "seeds": args.seeds, "python": platform.python_version(),
-            "machine": platform.machine()}
+            "llm": args.llm if methods != ["ppo"] else None, "methods": methods, "levels": args.levels,
+            "variants": args.variants if "agent" in methods else [], "config": asdict(base),
+            "ppo_steps": args.ppo_steps if "ppo" in methods else None,
+            "react_episodes": args.react_episodes if "react" in methods else None,
+            "seeds": args.seeds, "python": platform.python_version(), "machine": platform.machine()}
     rows: list[dict] = []
 
     def save(row: dict | None = None) -> None:
@@ -150,15 +325,23 @@ def main(argv: list[str] | None = None) -> int:
         note = ("\n\nThe LLM here is codeworld's hand-written model for the family, correct from the "
                 "first call: the rows check the pipeline and give the ceiling. Optimism cannot "
                 "matter with a correct model; transfer saves the one call of a level."
-                if args.llm == "reference" else "")
+                if args.llm == "reference" and "agent" in methods else "")
+        llm_line = f"LLM: {args.llm}{note}\n\n" if meta["llm"] else ""
+        notes = baseline_notes(rows)
         out.with_suffix(".md").write_text(
-            f"Command: `{meta['command']}`\n\nLLM: {args.llm}{note}\n\n{table}\n")
+            f"Command: `{meta['command']}`\n\n{llm_line}{table}\n" + (f"\n{notes}\n" if notes else ""))
 
     print(HEADER, flush=True)
-    for variant in args.variants:
-        run_variant(variant, llm, args.levels, base, runs, args.seeds, report=save)
+    if "agent" in methods:
+        for variant in args.variants:
+            run_variant(variant, llm_for, args.levels, base, runs, args.seeds, report=save)
+    for method in ("ppo", "react"):
+        if method in methods:
+            run_baseline(method, args.levels, args, llm_for, report=save)
     save()
-    print(f"wrote {out.with_suffix('.json')} and {out.with_suffix('.md')}")
+    plots = plot(rows, out)
+    print(f"wrote {out.with_suffix('.json')} and {out.with_suffix('.md')}"
+          + "".join(f" and {p}" for p in plots))
     return 0
 
 
