@@ -14,18 +14,16 @@ import pytest
 
 from codeworld.llm import (
     BackendNotInstalledError,
-    BackendOptions,
-    HFBackend,
     LLMClient,
     LLMConfig,
     RetryPolicy,
     Sampling,
-    ScriptedBackend,
-    ScriptExhaustedError,
     TransientLLMError,
     make_llm,
 )
 from codeworld.llm import local
+from codeworld.llm.hf import HFBackend
+from codeworld.llm.scripted import ScriptedBackend, ScriptExhaustedError
 from codeworld.llm.types import RawCompletion
 
 HELLO = [{"role": "user", "content": "hello"}]
@@ -168,13 +166,16 @@ def test_threads_default_to_every_core_whatever_the_load(monkeypatch):
 
 def test_server_settings_from_options_and_environment(monkeypatch):
     monkeypatch.delenv("CODEWORLD_LOCAL_SPECULATION", raising=False)
-    settings = local.settings_from_options(BackendOptions(local_threads=2, local_slots=4)).resolved()
+    settings = local.LocalOptions(threads=2, slots=4).server_settings().resolved()
     # Long n-gram drafts paid with several slots too (benchmarks/llm_speed.py).
     assert (settings.threads, settings.slots, settings.speculation) == (2, 4, "ngram-mod")
-    assert local.settings_from_options(BackendOptions()).resolved().speculation == "ngram-mod"
+    assert type(settings) is local.ServerSettings
     monkeypatch.setenv("CODEWORLD_LOCAL_SPECULATION", "none")
-    assert local.settings_from_options(BackendOptions()).speculation == "none"
-    assert local.settings_from_options(BackendOptions(local_speculation="draft")).speculation == "draft"
+    assert local.ServerSettings().resolved().speculation == "none"
+    assert local.ServerSettings(speculation="draft").resolved().speculation == "draft"
+    monkeypatch.setenv("CODEWORLD_LOCAL_SPECULATION", "medusa")
+    with pytest.raises(ValueError, match="CODEWORLD_LOCAL_SPECULATION must be one of"):
+        local.ServerSettings().resolved()
     with pytest.raises(ValueError, match="speculation must be one of"):
         local.ServerSettings(speculation="medusa")
     with pytest.raises(ValueError, match="slots"):
@@ -185,21 +186,52 @@ def test_server_settings_from_options_and_environment(monkeypatch):
         local.ServerSettings(poll=101)
 
 
-def test_cli_passes_speculation_and_a_search_parallel_to_the_local_backend(monkeypatch):
+class FakeServer:
+    base_url = "http://127.0.0.1:1/v1"
+
+
+def test_cli_flags_reach_the_local_server_and_a_search_parallel_its_slots(monkeypatch):
     import argparse
 
-    from codeworld.llm import client
+    from codeworld.llm import add_llm_arguments, llm_from_args
 
-    seen = {}
-    monkeypatch.setattr(client, "make_backend", lambda spec, options: seen.setdefault("o", options)
-                        or ScriptedBackend([]))
+    started = []
+    monkeypatch.setattr(local, "shared_server", lambda settings: started.append(settings) or FakeServer())
+    monkeypatch.delenv(local.LOCAL_URL_ENV, raising=False)
     parser = argparse.ArgumentParser()
-    client.add_llm_arguments(parser)
+    add_llm_arguments(parser)
     args = parser.parse_args(["--llm", "local", "--llm-speculation", "none", "--llm-threads", "2",
+                              "--llm-prompt-cache", "false", "--llm-timeout", "30",
                               "--no-llm-cache"])
-    client.llm_from_args(args, slots=3)
-    options = seen["o"]
-    assert (options.local_speculation, options.local_threads, options.local_slots) == ("none", 2, 3)
+    llm = llm_from_args(args, slots=3)
+    assert started == [local.ServerSettings(threads=2, slots=3, speculation="none",
+                                            prompt_cache=False)]
+    assert llm.backend.options.timeout_s == 30.0
+    # A flag not given leaves the field's own default: nothing is restated by the parser.
+    llm_from_args(parser.parse_args(["--llm", "local"]))
+    assert started[-1] == local.ServerSettings()
+
+
+def test_a_setting_the_chosen_backend_lacks_or_refuses_is_one_clear_error(monkeypatch, tmp_path):
+    import argparse
+
+    from codeworld.llm import add_llm_arguments, llm_from_args
+
+    parser = argparse.ArgumentParser()
+    add_llm_arguments(parser)
+    script = tmp_path / "s.json"
+    script.write_text("[]")
+    with pytest.raises(ValueError, match="'openai' has no setting threads .*base_url"):
+        llm_from_args(parser.parse_args(["--llm", "openai:m", "--llm-threads", "2"]))
+    with pytest.raises(ValueError, match="'scripted' has no setting x .*none"):
+        llm_from_args(parser.parse_args(["--llm", f"scripted:{script}", "--llm-set", "x=1"]))
+    monkeypatch.setattr(local, "shared_server", lambda settings: FakeServer())
+    with pytest.raises(ValueError, match="cannot read threads='many' as int"):
+        llm_from_args(parser.parse_args(["--llm", "local", "--llm-threads", "many"]))
+    with pytest.raises(ValueError, match="speculation must be one of"):
+        llm_from_args(parser.parse_args(["--llm", "local", "--llm-speculation", "medusa"]))
+    with pytest.raises(ValueError, match=r"unknown LLM backend 'locl' \(did you mean local\?\)"):
+        llm_from_args(parser.parse_args(["--llm", "locl"]))
 
 
 def test_missing_draft_extra_names_the_install_command(monkeypatch, tmp_path):
@@ -210,15 +242,12 @@ def test_missing_draft_extra_names_the_install_command(monkeypatch, tmp_path):
 
 
 def test_workers_are_pointed_at_one_shared_server(monkeypatch):
-    class FakeServer:
-        base_url = "http://127.0.0.1:1/v1"
-
     seen = []
     monkeypatch.setattr(local, "shared_server", lambda settings: seen.append(settings) or FakeServer())
     monkeypatch.delenv(local.LOCAL_URL_ENV, raising=False)
     with local.serve_for_workers(local.ServerSettings(slots=3)) as server:
         assert os.environ[local.LOCAL_URL_ENV] == server.base_url
-        backend = local.LocalBackend(BackendOptions())  # a worker's backend starts no server
+        backend = local.LocalBackend()  # a worker's backend starts no server
         assert backend.server is None and str(backend._client.client.base_url).startswith(server.base_url)
     assert local.LOCAL_URL_ENV not in os.environ and seen[0].slots == 3
 
@@ -274,7 +303,7 @@ def fake_torch(monkeypatch):
 
 def test_hf_continues_an_assistant_prefill(fake_torch, tmp_path):
     tokenizer, lm = FakeTokenizer(), FakeLM()
-    backend = HFBackend("fake/model", BackendOptions(), tokenizer=tokenizer, lm=lm)
+    backend = HFBackend("fake/model", tokenizer=tokenizer, lm=lm)
     llm = LLMClient(backend, LLMConfig(cache_dir=str(tmp_path)))
     completion = llm.complete(HELLO + [{"role": "assistant", "content": "```python\n"}],
                               temperature=0.8, top_k=5, seed=10, sample=1, stop=["\nEND"])
@@ -295,3 +324,80 @@ def test_hf_without_transformers_names_the_install_command(monkeypatch):
     monkeypatch.setitem(sys.modules, "torch", None)
     with pytest.raises(BackendNotInstalledError, match=r"codeworld\[hf\]"):
         make_llm("hf:some/model")
+
+
+# --- a backend defined outside the package ------------------------------------------------------
+
+ECHO_MODULE = '''
+from dataclasses import dataclass
+
+from codeworld.llm import RawCompletion
+
+
+@dataclass(frozen=True)
+class EchoOptions:
+    """The echo backend's settings.
+
+    Attributes:
+        shout: answer in capitals.
+    """
+
+    shout: bool = False
+
+
+class EchoBackend:
+    """Answers with the last message."""
+
+    name = "echo"
+    cacheable = False
+    Options = EchoOptions
+
+    def __init__(self, arg, options):
+        self.model = arg or "plain"
+        self.options = options
+
+    def chat(self, messages, sampling):
+        text = messages[-1]["content"]
+        return RawCompletion(text=text.upper() if self.options.shout else text, prompt_tokens=2,
+                             completion_tokens=1)
+
+    def close(self):
+        pass
+'''
+
+
+def test_a_backend_in_a_module_of_its_own_is_used_from_the_cli(tmp_path, monkeypatch, capsys):
+    from codeworld.cli import main
+    from codeworld.llm import backends, register_backend
+
+    (tmp_path / "echo_backend.py").write_text(ECHO_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(backends, "_REGISTRY", dict(backends._REGISTRY))  # restored after the test
+
+    # Named as MODULE:FACTORY[:ARG], with its setting given by name: no registration at all.
+    assert main(["llm", "--llm", "echo_backend:EchoBackend:loud", "--llm-set", "shout=true",
+                 "hello"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == "HELLO" and "# echo:loud" in out
+
+    # One registry line gives it a name, and its setting a flag whose default is the field's.
+    register_backend("echo", "echo_backend:EchoBackend")
+    assert main(["llm", "--llm", "echo", "--llm-shout", "yes", "hi"]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == "HI"
+    assert main(["llm", "--llm", "echo", "hi"]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == "hi"
+    with pytest.raises(SystemExit):
+        main(["llm", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "settings of --llm echo: --llm-shout SHOUT answer in capitals (default false)" in help_text
+
+    # Mistakes get one line each.
+    assert main(["llm", "--llm", "echo_backend:Nope", "x"]) == 1
+    assert capsys.readouterr().err == (
+        "codeworld llm: module 'echo_backend' has no LLM backend factory 'Nope'\n")
+    assert main(["llm", "--llm", "ecko", "x"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("codeworld llm: unknown LLM backend 'ecko' (did you mean echo?); known: ")
+    assert err.count("\n") == 1
+    assert main(["llm", "--llm", "echo", "--llm-set", "whisper=1", "x"]) == 1
+    assert "'echo' has no setting whisper (its settings: shout)" in capsys.readouterr().err

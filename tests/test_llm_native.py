@@ -15,7 +15,7 @@ import pytest
 
 from codeworld.cli import main
 from codeworld.llm import local, native
-from codeworld.llm.types import BackendNotInstalledError, BackendOptions
+from codeworld.llm.types import BackendNotInstalledError
 
 AVX512_CPU = "processor : 0\nflags : fpu sse4_2 avx avx2 bmi2 fma f16c avx512f avx512_vnni amx_int8\n"
 AVX2_CPU = "processor : 0\nflags : fpu sse4_2 avx avx2 bmi2 fma f16c\n"
@@ -103,7 +103,7 @@ def test_the_engine_is_native_only_where_built(monkeypatch, tmp_path):
     assert four.repack  # repacked matrix products pay for several sequences at once
     monkeypatch.setenv("CODEWORLD_LOCAL_ENGINE", "xllamacpp")
     assert local.ServerSettings().resolved().engine == "xllamacpp"
-    assert local.settings_from_options(BackendOptions(local_engine="native")).resolved().engine == "native"
+    assert local.LocalOptions(engine="native").server_settings().resolved().engine == "native"
     with pytest.raises(ValueError, match="engine must be one of"):
         local.ServerSettings(engine="vllm")
 

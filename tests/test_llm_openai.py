@@ -10,13 +10,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from codeworld.llm import (
-    BackendOptions,
     LLMConfig,
     LLMError,
     LLMUnavailableError,
     RetryPolicy,
     make_llm,
 )
+from codeworld.llm.accounting import LLMAccounting
+from codeworld.llm.openai_compatible import OpenAIOptions
 
 FAST_RETRY = RetryPolicy(max_attempts=3, initial_delay_s=0.01, max_delay_s=0.05, jitter=0.0)
 
@@ -101,7 +102,7 @@ def fake():
 def client(fake, tmp_path, timeout_s=5.0, retry=FAST_RETRY, **kwargs):
     return make_llm(LLMConfig(
         spec="openai:test-model",
-        backend=BackendOptions(api_key="sk-test", base_url=fake.base_url, timeout_s=timeout_s),
+        options=OpenAIOptions(api_key="sk-test", base_url=fake.base_url, timeout_s=timeout_s),
         retry=retry, cache_dir=str(tmp_path / "cache"), **kwargs))
 
 
@@ -176,16 +177,19 @@ def test_without_cache_every_call_reaches_the_server(fake, tmp_path):
     assert len(fake.requests) == 2 and llm.accounting.cache_hits == 0
 
 
-def test_last_failed_try_raises_a_clear_error_and_saves_the_state(fake, tmp_path):
-    fake.behaviours = [("429",)] * 3
+def test_last_failed_try_raises_a_clear_error_naming_the_log(fake, tmp_path):
+    fake.behaviours = [("ok", "first"), ("429",), ("429",), ("429",)]
     llm = client(fake, tmp_path, run_dir=str(tmp_path / "run"))
+    llm.complete(HELLO)
     with pytest.raises(LLMUnavailableError) as info:
-        llm.complete(HELLO)
-    assert info.value.attempts == 3 and len(fake.requests) == 3
+        llm.complete([{"role": "user", "content": "again"}])
+    assert info.value.attempts == 3 and len(fake.requests) == 4
     assert "3 times" in str(info.value) and "rate_limit" in str(info.value)
-    saved = json.loads((tmp_path / "run" / "llm_accounting.json").read_text())
-    assert saved["failures"] == 1 and saved["retries"] == 2
-    assert info.value.state_path == str(tmp_path / "run" / "llm_accounting.json")
+    assert llm.accounting.failures == 1 and llm.accounting.retries == 2
+    # The log holds the completion made before the failure; the layer writes no totals file.
+    assert info.value.log_path == str(tmp_path / "run" / "llm_completions.jsonl")
+    assert LLMAccounting.from_log(info.value.log_path).calls == 1
+    assert not (tmp_path / "run" / "llm_accounting.json").exists()
 
 
 def test_server_errors_are_retried_but_rejections_are_not(fake, tmp_path):
@@ -202,7 +206,7 @@ def test_accounting_prices_known_models_and_run_log_is_replayable(fake, tmp_path
     fake.behaviours = [("ok", "x")]
     llm = make_llm(LLMConfig(
         spec="openai:gpt-4o-mini-2024-07-18",
-        backend=BackendOptions(api_key="k", base_url=fake.base_url),
+        options=OpenAIOptions(api_key="k", base_url=fake.base_url),
         retry=FAST_RETRY, cache_dir=str(tmp_path / "cache"), run_dir=str(tmp_path / "run")))
     llm.complete(HELLO)
     # gpt-4o-mini: $0.15 / $0.60 per million prompt / completion tokens.

@@ -5,8 +5,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from codeworld.llm import PROMPT_NAMES, PromptError, fill, format_transitions, parse_prediction, render
-from codeworld.llm.prompts import load_template, placeholders
+from codeworld.llm import render
+from codeworld.llm.prompts import (
+    PROMPT_NAMES,
+    PromptError,
+    fill,
+    format_transitions,
+    load_template,
+    parse_prediction,
+    placeholders,
+)
 
 FIELDS = {
     "generate": {"description": "D", "form": "F", "partial_program": "import numpy as np\n"},

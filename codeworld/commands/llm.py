@@ -7,7 +7,7 @@ import sys
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from codeworld.llm.client import add_llm_arguments
+    from codeworld.llm import add_llm_arguments
 
     parser = subparsers.add_parser(
         "llm", help="ask the LLM one question and print the answer and the accounting")
@@ -21,8 +21,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from codeworld.llm.client import llm_from_args
-    from codeworld.llm.types import LLMError
+    from codeworld.llm import LLMError, llm_from_args
 
     messages = ([{"role": "system", "content": args.system}] if args.system else [])
     messages.append({"role": "user", "content": args.prompt})

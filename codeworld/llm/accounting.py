@@ -1,4 +1,14 @@
-"""Accounting of one run's LLM use: calls, tokens, time, cache hits, retries and cost."""
+"""Accounting of LLM use: calls, tokens, time, cache hits, retries and cost, as a sum over
+completion records.
+
+The client folds each completion's record into its running totals (`LLMAccounting.add`) and,
+with a run directory, appends the same record to ``llm_completions.jsonl``
+(`COMPLETIONS_LOG`). The layer writes no totals of its own: a run's figures are the sum over
+that log (`LLMAccounting.from_log`), so a run resumed in a second process adds to the first
+session's records instead of starting a second, disagreeing account. (Run directories written
+before this also hold an ``llm_accounting.json``: the totals of their last session only, now
+neither written nor read.)
+"""
 
 from __future__ import annotations
 
@@ -43,9 +53,13 @@ def price_of(backend: str, model: str,
     return None
 
 
+COMPLETIONS_LOG = "llm_completions.jsonl"
+
+
 @dataclass
 class LLMAccounting:
-    """Running totals of one client's LLM use. Thread-safe updates through `record_*`.
+    """Totals of LLM use, summed over completion records. Thread-safe updates through `add`
+    and `record_failure`.
 
     Attributes:
         calls: requests that reached the backend and succeeded.
@@ -54,7 +68,8 @@ class LLMAccounting:
         completion_tokens: completion tokens of the backend calls (cache hits excluded).
         wall_time_s: seconds spent in backend calls, retries and waits included.
         retries: failed attempts that were retried.
-        failures: requests that failed after the last try.
+        failures: requests that failed after the last try (in this process only: a failed
+            request leaves no completion record).
         cost_usd: dollars spent, summed over calls of models with a known price.
         unpriced_calls: calls of models with no known price (cost then is a lower bound).
         by_model: the same counts per ``backend:model``.
@@ -74,15 +89,25 @@ class LLMAccounting:
     def __post_init__(self):
         self._lock = threading.Lock()
 
-    def record_call(self, backend: str, model: str, prompt_tokens: int, completion_tokens: int,
-                    wall_time_s: float, prices: dict | None = None) -> None:
-        """Adds one successful backend call."""
+    def add(self, record: dict, prices: dict | None = None) -> None:
+        """Adds one completion record: a `Completion`'s fields (``backend``, ``model``,
+        ``prompt_tokens``, ``completion_tokens``, ``latency_s``, ``cached``) and the client's
+        ``retries`` and ``retry_s`` (failed tries before it, and the seconds they and the waits
+        took; 0 when absent)."""
+        if record.get("cached"):
+            with self._lock:
+                self.cache_hits += 1
+            return
+        backend, model = record.get("backend", ""), record.get("model", "")
+        prompt_tokens = int(record.get("prompt_tokens", 0) or 0)
+        completion_tokens = int(record.get("completion_tokens", 0) or 0)
         price = price_of(backend, model, prices)
         with self._lock:
             self.calls += 1
             self.prompt_tokens += prompt_tokens
             self.completion_tokens += completion_tokens
-            self.wall_time_s += wall_time_s
+            self.wall_time_s += float(record.get("latency_s", 0.0)) + float(record.get("retry_s", 0.0))
+            self.retries += int(record.get("retries", 0))
             entry = self.by_model.setdefault(
                 f"{backend}:{model}", {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0})
             entry["calls"] += 1
@@ -93,20 +118,33 @@ class LLMAccounting:
             else:
                 self.cost_usd += (prompt_tokens * price[0] + completion_tokens * price[1]) / 1e6
 
-    def record_cache_hit(self) -> None:
-        with self._lock:
-            self.cache_hits += 1
-
-    def record_retry(self, wall_time_s: float) -> None:
-        """Adds one failed attempt that will be retried (its time and the wait before the next)."""
-        with self._lock:
-            self.retries += 1
-            self.wall_time_s += wall_time_s
-
-    def record_failure(self, wall_time_s: float) -> None:
+    def record_failure(self, retries: int, wall_time_s: float) -> None:
+        """Adds a request that failed after its last try (``retries`` tries before it)."""
         with self._lock:
             self.failures += 1
+            self.retries += retries
             self.wall_time_s += wall_time_s
+
+    @classmethod
+    def from_log(cls, path: str | os.PathLike, prices: dict | None = None) -> "LLMAccounting":
+        """The totals of a completions log (a run directory's `COMPLETIONS_LOG`, or the
+        directory itself): every session that wrote to it. A missing log has none; a line cut
+        short by a killed process is skipped."""
+        path = Path(path)
+        if path.is_dir():
+            path = path / COMPLETIONS_LOG
+        totals = cls()
+        if not path.is_file():
+            return totals
+        with open(path, encoding="utf-8") as log:
+            for line in log:
+                try:
+                    record = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(record, dict):
+                    totals.add(record, prices)
+        return totals
 
     @property
     def cost_known(self) -> bool:
@@ -130,12 +168,3 @@ class LLMAccounting:
                 f"{self.prompt_tokens} prompt + {self.completion_tokens} completion tokens, "
                 f"{self.wall_time_s:.1f} s, {self.retries} retr{'ies' if self.retries != 1 else 'y'}, "
                 f"{cost}")
-
-    def save(self, path: str | os.PathLike) -> Path:
-        """Writes the totals as JSON (atomically) and returns the path."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps(self.to_json(), indent=2), encoding="utf-8")
-        os.replace(tmp, path)
-        return path

@@ -3,26 +3,46 @@
 * ``local``: the embedded Qwen2.5-Coder-1.5B-Instruct (`codeworld.llm.local`);
 * ``openai:MODEL``: any OpenAI-compatible endpoint (`codeworld.llm.openai_compatible`);
 * ``hf:MODEL``: a Hugging Face ``transformers`` model (`codeworld.llm.hf`);
-* ``scripted:FILE``: replays completions from a file (`codeworld.llm.scripted`).
+* ``scripted:FILE``: replays completions from a file (`codeworld.llm.scripted`);
+* ``MODULE:FACTORY[:ARG]``: a backend defined outside the registry (``mypkg.llm:EchoBackend``).
 
-Each backend lives in its own module and turns ``(messages, Sampling)`` into a `RawCompletion`
-(see `codeworld.llm.types.Backend`); the client (`codeworld.llm.client`) adds retries, caching
-and accounting around it. A backend's module is imported only when its name is chosen, so that an
-optional dependency is needed only by those who use it. `register_backend` adds a new name.
+A backend is made by a *factory*, ``factory(arg, options) -> Backend`` (see
+`codeworld.llm.types.Backend`), where ``arg`` is what follows the name's colon and ``options`` an
+instance of the factory's ``Options`` attribute: a frozen dataclass of the backend's own
+settings, declared in its module, whose fields become ``--llm-FIELD`` flags
+(`codeworld.llm.arguments`); a factory without ``Options`` takes ``options=None``. The registry
+maps a name to its factory as a ``"module:attribute"`` string, so that a backend's module (and
+an optional dependency it needs) is imported only when it is chosen or its flags are listed.
 """
 
 from __future__ import annotations
 
-from typing import Callable
+import difflib
+import importlib
+import importlib.util
+import re
+from typing import Any, Callable
 
-from codeworld.llm.types import Backend, BackendOptions
+from codeworld.llm.types import Backend
 
-BackendFactory = Callable[[str, BackendOptions], Backend]
-_REGISTRY: dict[str, BackendFactory] = {}
+BackendFactory = Callable[[str, Any], Backend]
+_REGISTRY: dict[str, str | BackendFactory] = {
+    "local": "codeworld.llm.local:LocalBackend",
+    "openai": "codeworld.llm.openai_compatible:OpenAIBackend",
+    "hf": "codeworld.llm.hf:HFBackend",
+    "scripted": "codeworld.llm.scripted:ScriptedBackend.from_spec",
+}
+_MODULE = re.compile(r"[A-Za-z_][\w.]*")
 
 
-def register_backend(name: str, factory: BackendFactory) -> None:
-    """Makes ``name`` (and ``name:ARG``) a valid backend spec. ``factory(arg, options)`` builds it."""
+def register_backend(name: str, factory: str | BackendFactory) -> None:
+    """Makes ``name`` (and ``name:ARG``) a valid backend spec.
+
+    Args:
+        name: the name used in ``--llm NAME[:ARG]``.
+        factory: ``"module:attribute"`` (imported when the backend is chosen) or the factory
+            itself: ``factory(arg, options)`` builds the backend.
+    """
     if not name.isidentifier():
         raise ValueError(f"backend name must be an identifier, got {name!r}")
     _REGISTRY[name] = factory
@@ -33,55 +53,108 @@ def backend_names() -> list[str]:
     return sorted(_REGISTRY)
 
 
-def parse_spec(spec: str) -> tuple[str, str]:
-    """Splits ``"openai:gpt-4o-mini"`` into ``("openai", "gpt-4o-mini")``; ``"local"`` into
-    ``("local", "")``."""
-    name, _, arg = spec.strip().partition(":")
-    return name, arg
+def factories() -> dict[str, BackendFactory]:
+    """The registered backends' factories by name, in registration order (each module is
+    imported). A backend whose module cannot be imported is left out: choosing it says why."""
+    out = {}
+    for name, entry in _REGISTRY.items():
+        try:
+            out[name] = load_factory(entry) if isinstance(entry, str) else entry
+        except ValueError:
+            continue
+    return out
 
 
-def make_backend(spec: str, options: BackendOptions | None = None) -> Backend:
-    """Builds the backend a spec string names.
+def load_factory(entry: str) -> BackendFactory:
+    """The factory a ``"module:attribute"`` entry names (the attribute may be dotted:
+    ``Class.method``).
 
     Raises:
-        ValueError: an unknown backend name, or a missing argument (``openai:`` needs a model).
+        ValueError: the module cannot be imported or has no such attribute.
     """
-    name, arg = parse_spec(spec)
-    if name not in _REGISTRY:
-        raise ValueError(f"unknown LLM backend {name!r} in {spec!r}; known: "
-                         + ", ".join(f"{n}" for n in backend_names()))
-    return _REGISTRY[name](arg, options or BackendOptions())
+    module_name, _, attribute = entry.partition(":")
+    try:
+        target: Any = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ValueError(f"cannot import the LLM backend module {module_name!r}: {exc}") from None
+    for part in attribute.split("."):
+        if not hasattr(target, part):
+            raise ValueError(f"module {module_name!r} has no LLM backend factory {attribute!r}")
+        target = getattr(target, part)
+    if not callable(target):
+        raise ValueError(f"{entry} is not callable, so it cannot make an LLM backend")
+    return target
 
 
-def _local(arg: str, options: BackendOptions) -> Backend:
-    from codeworld.llm.local import LocalBackend
+def resolve(spec: str) -> tuple[BackendFactory, str]:
+    """The factory and argument a spec names: ``"openai:gpt-4o-mini"`` gives the openai factory
+    and ``"gpt-4o-mini"``; ``"mypkg.llm:Echo:loud"`` gives ``mypkg.llm.Echo`` and ``"loud"``.
 
-    if arg:
-        raise ValueError(f"the local backend takes no argument, got local:{arg}")
-    return LocalBackend(options)
+    A registered name takes everything after its colon as the argument (a model name may hold
+    colons); any other name is a module, the next part its factory, the rest the argument.
 
-
-def _openai(arg: str, options: BackendOptions) -> Backend:
-    from codeworld.llm.openai_compatible import OpenAIBackend
-
-    return OpenAIBackend(arg, options)
-
-
-def _hf(arg: str, options: BackendOptions) -> Backend:
-    from codeworld.llm.hf import HFBackend
-
-    return HFBackend(arg, options)
-
-
-def _scripted(arg: str, options: BackendOptions) -> Backend:
-    from codeworld.llm.scripted import ScriptedBackend
-
-    if not arg:
-        raise ValueError("the scripted backend needs a file: --llm scripted:FILE")
-    return ScriptedBackend.from_file(arg)
+    Raises:
+        ValueError: an unknown backend (the message lists the known ones and close matches), or
+            a module that cannot be imported or lacks the factory.
+    """
+    name, _, rest = spec.strip().partition(":")
+    if name in _REGISTRY:
+        entry = _REGISTRY[name]
+        return (load_factory(entry) if isinstance(entry, str) else entry), rest
+    attribute, _, arg = rest.partition(":")
+    if attribute and _MODULE.fullmatch(name) and importlib.util.find_spec(name.split(".")[0]):
+        return load_factory(f"{name}:{attribute}"), arg
+    close = difflib.get_close_matches(name, _REGISTRY, n=3)
+    hint = f" (did you mean {', '.join(close)}?)" if close else ""
+    raise ValueError(f"unknown LLM backend {name!r}{hint}; known: {', '.join(backend_names())}, "
+                     "or MODULE:FACTORY for one defined elsewhere")
 
 
-register_backend("local", _local)
-register_backend("openai", _openai)
-register_backend("hf", _hf)
-register_backend("scripted", _scripted)
+def options_class(factory: BackendFactory) -> type | None:
+    """The options dataclass a factory takes (its ``Options`` attribute), or None."""
+    return getattr(factory, "Options", None)
+
+
+def make_options(factory: BackendFactory, values: Any = None) -> Any:
+    """The options to build a backend with.
+
+    Args:
+        factory: the backend's factory.
+        values: an instance of its ``Options``, a dict of field values (strings are read by
+            the field's type, see `codeworld.overrides`), or None for the defaults.
+
+    Raises:
+        ValueError: a field the backend does not have, a value that does not read as its type
+            or that its options refuse, or options for a backend that takes none.
+    """
+    cls = options_class(factory)
+    if values is None or (isinstance(values, dict) and not values):
+        return cls() if cls is not None else None
+    if cls is not None and isinstance(values, cls):
+        return values
+    if cls is None:
+        raise ValueError(f"this LLM backend takes no options, got {values!r}")
+    if not isinstance(values, dict):
+        raise ValueError(f"expected {cls.__name__} or a dict of its fields, "
+                         f"got {type(values).__name__}")
+    from codeworld.overrides import config_with_overrides
+
+    try:
+        return config_with_overrides(cls(), values)
+    except TypeError as exc:  # an unknown field
+        raise ValueError(str(exc)) from None
+
+
+def make_backend(spec: str, options: Any = None) -> Backend:
+    """Builds the backend a spec string names.
+
+    Args:
+        spec: ``NAME[:ARG]`` of a registered backend, or ``MODULE:FACTORY[:ARG]``.
+        options: its options (see `make_options`).
+
+    Raises:
+        ValueError: an unknown backend, bad options, or a missing argument (``openai:`` needs
+            a model).
+    """
+    factory, arg = resolve(spec)
+    return factory(arg, make_options(factory, options))

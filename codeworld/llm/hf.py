@@ -5,9 +5,23 @@
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass
 from typing import Any
 
-from codeworld.llm.types import BackendNotInstalledError, BackendOptions, RawCompletion, Sampling, prefill_of
+from codeworld.llm.types import BackendNotInstalledError, RawCompletion, Sampling, prefill_of
+
+
+@dataclass(frozen=True)
+class HFOptions:
+    """The ``hf`` backend's settings; each field is a ``--llm-FIELD`` flag (``--llm-device``).
+
+    Attributes:
+        device: torch device of the model (``cuda``, ``cpu``); None picks CUDA when available.
+        dtype: torch dtype name of the weights (``bfloat16``, ``float32``, ``auto``).
+    """
+
+    device: str | None = None
+    dtype: str = "auto"
 
 
 class HFBackend:
@@ -19,14 +33,16 @@ class HFBackend:
 
     Args:
         model: a model id or local directory ``from_pretrained`` accepts.
-        options: device and dtype.
+        options: device and dtype (None: the defaults of `HFOptions`).
         tokenizer, lm: ready objects to use instead of loading ``model`` (for tests and reuse).
     """
 
     name = "hf"
+    Options = HFOptions
     cacheable = True
 
-    def __init__(self, model: str, options: BackendOptions, *, tokenizer: Any = None, lm: Any = None):
+    def __init__(self, model: str, options: HFOptions | None = None, *, tokenizer: Any = None,
+                 lm: Any = None):
         if not model:
             raise ValueError("the hf backend needs a model: --llm hf:MODEL")
         try:
@@ -40,8 +56,9 @@ class HFBackend:
         self._torch = torch
         self.model = model
         if tokenizer is None or lm is None:
-            device = options.hf_device or ("cuda" if torch.cuda.is_available() else "cpu")
-            dtype = options.hf_dtype if options.hf_dtype == "auto" else getattr(torch, options.hf_dtype)
+            options = options or HFOptions()
+            device = options.device or ("cuda" if torch.cuda.is_available() else "cpu")
+            dtype = options.dtype if options.dtype == "auto" else getattr(torch, options.dtype)
             tokenizer = transformers.AutoTokenizer.from_pretrained(model)
             lm = transformers.AutoModelForCausalLM.from_pretrained(model, torch_dtype=dtype)
             lm = lm.to(device)

@@ -35,14 +35,20 @@ import sys
 import threading
 import time
 import urllib.request
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Callable
 
 from codeworld._paths import sha256_of
 from codeworld.llm.cache import default_cache_root
-from codeworld.llm.openai_compatible import OpenAIBackend
-from codeworld.llm.types import BackendNotInstalledError, BackendOptions, LLMError, RawCompletion, Sampling
+from codeworld.llm.openai_compatible import OpenAIBackend, OpenAIOptions
+from codeworld.llm.types import (
+    BackendNotInstalledError,
+    LLMError,
+    RawCompletion,
+    Sampling,
+    TransientLLMError,
+)
 
 MODEL_NAME = "qwen2.5-coder-1.5b-instruct-q4_k_m"
 MODEL_FILE = f"{MODEL_NAME}.gguf"
@@ -196,41 +202,45 @@ class ServerSettings:
     (``benchmarks/llm_speed.py``).
 
     Attributes:
-        threads: CPU threads for generation and prompt processing; None uses `default_threads`.
+        threads: CPU threads for generation and prompt processing; None uses every core this
+            process may use, or ``$CODEWORLD_LOCAL_THREADS`` (`default_threads`).
         context: context window of each slot, in tokens.
         slots: requests decoded together (continuous batching); concurrent requests beyond
             this wait. Where generation is bound by memory bandwidth, K sequences decoded
             together cost far less than K one after another (on 2 cores it is bound by compute:
             4 gave 1.06x-1.29x the tokens per second of one; a second thread gave 1.5x-1.6x,
             ``benchmarks/llm_speed.py``).
-        speculation: ``"ngram-mod"`` drafts only where the text being written repeats a long
-            stretch of the prompt or the answer so far (after ``mod_match`` tokens that match
-            earlier text, between ``mod_min`` and ``mod_max`` tokens of what followed them: an
-            *improve* or *fix* answer mostly repeats the program in its prompt); ``"ngram"``
-            drafts ``draft_max`` tokens after any ``ngram_size`` matching ones; ``"draft"``
-            drafts with the Qwen2.5-Coder-0.5B-Instruct model (the ``draft`` extra); ``"none"``
-            decodes one token at a time. None (the default): ``"ngram-mod"``, with one slot or
-            several (measured fastest of the four on the committed prompts with one slot, and
-            faster than no drafts with four: ``benchmarks/llm_speed.py --parallel-speculation``).
-            The model checks every drafted token, so a greedy answer is the same tokens with or
-            without it, up to the rounding of a batched pass.
-        draft_max: ``"ngram"`` and ``"draft"``: the most tokens drafted ahead at once.
-        ngram_size: ``"ngram"``: how many of the last tokens must match earlier text.
-        mod_match, mod_min, mod_max: ``"ngram-mod"``: the tokens that must match, and the
-            shortest and longest draft (llama.cpp's defaults, which measured best here).
+        speculation: speculative decoding: ngram-mod, ngram, draft or none; None uses
+            ``$CODEWORLD_LOCAL_SPECULATION``, else ngram-mod. ``"ngram-mod"`` drafts only where
+            the text being written repeats a long stretch of the prompt or the answer so far
+            (after ``mod_match`` tokens that match earlier text, between ``mod_min`` and
+            ``mod_max`` tokens of what followed them: an *improve* or *fix* answer mostly repeats
+            the program in its prompt); ``"ngram"`` drafts ``draft_max`` tokens after any
+            ``ngram_size`` matching ones; ``"draft"`` drafts with the Qwen2.5-Coder-0.5B-Instruct
+            model (the ``draft`` extra); ``"none"`` decodes one token at a time. ``"ngram-mod"``
+            measured fastest of the four on the committed prompts with one slot, and faster than
+            no drafts with four (``benchmarks/llm_speed.py --parallel-speculation``). The model
+            checks every drafted token, so a greedy answer is the same tokens with or without
+            it, up to the rounding of a batched pass.
+        draft_max: the most tokens drafted ahead at once (``"ngram"`` and ``"draft"``).
+        ngram_size: how many of the last tokens must match earlier text (``"ngram"``).
+        mod_match: how many tokens must match earlier text before a draft (``"ngram-mod"``;
+            this and the next two are llama.cpp's defaults, which measured best here).
+        mod_min: the shortest draft (``"ngram-mod"``).
+        mod_max: the longest draft (``"ngram-mod"``).
         prompt_cache: keep each slot's processed prompt, so that a request that starts as the
             last one did (the run's system text and description) processes only its new tokens.
         poll: how busily the threads wait for work between operations (0-100, llama.cpp's
             ``--poll``); llama.cpp's 50 measured faster than 0 (which sleeps at once), most with
             several slots.
-        engine: ``"native"``, llama.cpp's server compiled for this CPU (`codeworld.llm.native`,
-            ``codeworld build-llm``) run as a child process, or ``"xllamacpp"``, the same server
-            from the portable wheel, in this process; None (the default): ``"native"`` where it
-            has been built, else ``"xllamacpp"`` (``$CODEWORLD_LOCAL_ENGINE`` overrides).
-        repack: let llama.cpp repack the weights into interleaved blocks at load; None (the
-            default): off for the native engine with one slot (its own AVX-512 dot products
-            process prompts faster: measured), on otherwise (the repacked matrix products pay
-            when several sequences are decoded together: measured).
+        engine: native or xllamacpp; None uses ``$CODEWORLD_LOCAL_ENGINE``, else native where
+            it has been built. ``"native"`` is llama.cpp's server compiled for this CPU
+            (`codeworld.llm.native`, ``codeworld build-llm``) run as a child process;
+            ``"xllamacpp"`` the same server from the portable wheel, in this process.
+        repack: let llama.cpp repack the weights into interleaved blocks at load; None: off for
+            the native engine with one slot (its own AVX-512 dot products process prompts
+            faster: measured), on otherwise (the repacked matrix products pay when several
+            sequences are decoded together: measured).
     """
 
     threads: int | None = None
@@ -266,7 +276,11 @@ class ServerSettings:
 
     def resolved(self) -> "ServerSettings":
         """These settings with the thread count, the speculation kind and the engine chosen."""
-        speculation = self.speculation or DEFAULT_SPECULATION
+        speculation = (self.speculation or os.environ.get("CODEWORLD_LOCAL_SPECULATION")
+                       or DEFAULT_SPECULATION)
+        if speculation not in SPECULATION_KINDS:
+            raise ValueError(f"CODEWORLD_LOCAL_SPECULATION must be one of "
+                             f"{', '.join(SPECULATION_KINDS)}, got {speculation!r}")
         engine = self.engine or os.environ.get("CODEWORLD_LOCAL_ENGINE") or default_engine()
         if engine not in ENGINES:
             raise ValueError(f"CODEWORLD_LOCAL_ENGINE must be one of {', '.join(ENGINES)}, "
@@ -284,16 +298,21 @@ def default_engine() -> str:
     return "native" if native_server_binary() else "xllamacpp"
 
 
-def settings_from_options(options: BackendOptions) -> ServerSettings:
-    """The server settings that `BackendOptions` (and the environment) ask for.
+@dataclass(frozen=True)
+class LocalOptions(ServerSettings):
+    """The ``local`` backend's settings: how its server runs (every field of `ServerSettings`)
+    and how long one request may wait. Each field is a ``--llm-FIELD`` flag (``--llm-threads``),
+    but ``slots``, which the caller sets to the requests it sends at once.
 
-    ``$CODEWORLD_LOCAL_SPECULATION`` sets the speculation kind when the options do not.
+    Attributes:
+        timeout_s: seconds one request may take before it counts as timed out (and is retried).
     """
-    speculation = (options.local_speculation or os.environ.get("CODEWORLD_LOCAL_SPECULATION")
-                   or None)
-    return ServerSettings(threads=options.local_threads, context=options.local_context,
-                          slots=max(1, options.local_slots), speculation=speculation,
-                          engine=options.local_engine)
+
+    timeout_s: float = 600.0
+
+    def server_settings(self) -> ServerSettings:
+        """The `ServerSettings` part of these options."""
+        return ServerSettings(**{f.name: getattr(self, f.name) for f in fields(ServerSettings)})
 
 
 def _free_port() -> int:
@@ -412,6 +431,24 @@ class LocalServer:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
 
+    @property
+    def pid(self) -> int | None:
+        """The native server's process id (None for ``xllamacpp``, which runs in this process)."""
+        return self._process.pid if self._process is not None else None
+
+    def alive(self) -> bool:
+        """True while the server can answer: the native process is running, or the in-process
+        server answers ``/health``."""
+        if self._process is not None:
+            return self._process.alive()
+        if self._server is None:
+            return False
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=10) as answer:
+                return answer.status == 200
+        except OSError:
+            return False
+
     def request(self, body: dict, timeout_s: float = 1800.0) -> dict:
         """One chat-completions request as llama.cpp answers it, its ``timings`` included
         (``prompt_n`` tokens processed, ``cache_n`` taken from the slot's cache, ``draft_n`` and
@@ -469,6 +506,21 @@ def shared_server(settings: ServerSettings | None = None) -> LocalServer:
         return _server
 
 
+def restart_server(dead: LocalServer) -> LocalServer:
+    """The process's server in place of `dead`, which has stopped (a crash, the OOM killer): a
+    new one with the same settings. However many callers saw it die, one new server starts; each
+    gets it."""
+    global _server
+    with _server_lock:
+        if _server is None or _server is dead:
+            dead.close()  # reaps the process
+            _server = LocalServer(ensure_model_file(), dead.settings)
+            atexit.register(shutdown_server)
+            print(f"codeworld: the local model's server stopped; a new one answers on port "
+                  f"{_server.port}", file=sys.stderr, flush=True)
+        return _server
+
+
 _hinted = False
 
 
@@ -518,31 +570,59 @@ class LocalBackend:
     """The ``local`` backend: the embedded model through the ``openai`` client.
 
     Args:
-        options: the ``local_*`` settings (see `settings_from_options`) and ``timeout_s``.
+        arg: nothing (``--llm local`` takes no argument).
+        options: the server's settings and the request timeout (None: the defaults of
+            `LocalOptions`).
 
     With ``$CODEWORLD_LOCAL_URL`` set (``http://127.0.0.1:PORT/v1``), the backend uses the
     server already running there (one that `serve_for_workers` started) and starts none.
+
+    When the server this process runs stops during a request (the request's connection fails and
+    the server is gone), the backend starts a new one (`restart_server`) and sends the request
+    again, once: the caller sees one call.
     """
 
     name = "local"
     model = MODEL_NAME
+    Options = LocalOptions
     cacheable = True
 
-    def __init__(self, options: BackendOptions | None = None):
-        options = options or BackendOptions()
+    def __init__(self, arg: str = "", options: LocalOptions | None = None):
+        if arg:
+            raise ValueError(f"the local backend takes no argument, got local:{arg}")
+        self.options = options or LocalOptions()
+        self._lock = threading.Lock()
         external = os.environ.get(LOCAL_URL_ENV)
         if external:
             self.server = None
-            base_url = external
+            self._client = self._client_for(external)
         else:
-            self.server = shared_server(settings_from_options(options))
-            base_url = self.server.base_url
-        self._client = OpenAIBackend(
-            MODEL_NAME, replace(options, base_url=base_url, api_key="local"), name="local")
+            self.server = shared_server(self.options.server_settings())
+            self._client = self._client_for(self.server.base_url)
+
+    def _client_for(self, base_url: str) -> OpenAIBackend:
+        return OpenAIBackend(MODEL_NAME, OpenAIOptions(base_url=base_url, api_key="local",
+                                                       timeout_s=self.options.timeout_s),
+                             name="local")
 
     def chat(self, messages: list[dict], sampling: Sampling) -> RawCompletion:
-        raw = self._client.chat(messages, sampling)
+        with self._lock:
+            server, client = self.server, self._client
+        try:
+            raw = client.chat(messages, sampling)
+        except TransientLLMError as exc:
+            if exc.kind != "connection" or server is None or server.alive():
+                raise  # a server of another process, or one that still runs: the client retries
+            raw = self._on(restart_server(server)).chat(messages, sampling)
         return replace(raw, model=MODEL_NAME)
+
+    def _on(self, server: LocalServer) -> OpenAIBackend:
+        # Concurrent requests that saw the same server die all move to the one new server.
+        with self._lock:
+            if self.server is not server:
+                self.server = server
+                self._client = self._client_for(server.base_url)
+            return self._client
 
     def close(self) -> None:
         self._client.close()

@@ -293,6 +293,14 @@ class NativeProcess:
                                f"{self.log_tail()}")
             time.sleep(0.2)
 
+    @property
+    def pid(self) -> int:
+        return self._process.pid
+
+    def alive(self) -> bool:
+        """True while the process runs."""
+        return self._process.poll() is None
+
     def log_tail(self, lines: int = 20) -> str:
         self._log.seek(0)
         return "".join(self._log.read().decode(errors="replace").splitlines(True)[-lines:])

@@ -6,10 +6,10 @@ to its own server through it too."""
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from typing import Any
 
 from codeworld.llm.types import (
-    BackendOptions,
     LLMError,
     RawCompletion,
     Sampling,
@@ -19,26 +19,43 @@ from codeworld.llm.types import (
 )
 
 
+@dataclass(frozen=True)
+class OpenAIOptions:
+    """The ``openai`` backend's settings; each field is a ``--llm-FIELD`` flag (``--llm-base-url``).
+
+    Attributes:
+        api_key: the endpoint's key; None reads ``OPENAI_API_KEY``.
+        base_url: the endpoint's URL (``.../v1``); None reads ``OPENAI_BASE_URL``, else OpenAI's own.
+        timeout_s: seconds one request may take before it counts as timed out (and is retried).
+    """
+
+    api_key: str | None = None
+    base_url: str | None = None
+    timeout_s: float = 600.0
+
+
 class OpenAIBackend:
     """Any OpenAI-compatible chat-completions endpoint, through the ``openai`` client.
 
     Args:
-        model: the model name sent with each request.
-        options: key, base URL and timeout (None: from ``OPENAI_API_KEY`` / ``OPENAI_BASE_URL``).
+        model: the model name sent with each request (``--llm openai:MODEL``).
+        options: key, base URL and timeout (None: the defaults of `OpenAIOptions`).
         name: the name recorded in caches and accounting.
         extra_body: fields added to every request body (e.g. for a server's own parameters).
         send_top_k: send ``top_k`` when set (not a field of OpenAI's own API; servers such as
             vLLM and llama.cpp accept it).
     """
 
+    Options = OpenAIOptions
     cacheable = True
 
-    def __init__(self, model: str, options: BackendOptions, *, name: str = "openai",
+    def __init__(self, model: str, options: OpenAIOptions | None = None, *, name: str = "openai",
                  extra_body: dict | None = None, send_top_k: bool = True):
         import openai
 
         if not model:
             raise ValueError("the openai backend needs a model: --llm openai:MODEL")
+        options = options or OpenAIOptions()
         self._openai = openai
         self.name = name
         self.model = model

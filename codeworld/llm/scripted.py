@@ -58,6 +58,13 @@ class ScriptedBackend:
             raise LLMError(f"script {path} is neither a JSON list nor JSON Lines: {exc}") from exc
         return cls(entries, model=path.name)
 
+    @classmethod
+    def from_spec(cls, arg: str, options: None = None) -> "ScriptedBackend":
+        """The factory of ``--llm scripted:FILE`` (see `from_file`); the backend takes no options."""
+        if not arg:
+            raise ValueError("the scripted backend needs a file: --llm scripted:FILE")
+        return cls.from_file(arg)
+
     @property
     def remaining(self) -> int:
         return len(self._script) - len(self.requests)

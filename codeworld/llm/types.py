@@ -1,5 +1,5 @@
 """The records of the LLM layer: sampling settings, completions, the errors a caller handles, and
-what a backend is (`Backend`, `BackendOptions`), shared by the backend modules and the client.
+what a backend is (`Backend`), shared by the backend modules and the client.
 
 Messages are plain dicts in the chat format every backend understands,
 ``{"role": "system" | "user" | "assistant", "content": str}``. A conversation that ends with an
@@ -166,21 +166,22 @@ class TransientLLMError(LLMError):
 
 
 class LLMUnavailableError(LLMError):
-    """Every retry of a request failed. The accounting is saved (see `state_path`).
+    """Every retry of a request failed.
 
     Attributes:
         attempts: how many times the request was tried.
         last_error: the last failure.
-        state_path: where the accounting was written, or None when the client has no run
-            directory. Completions made so far are in the cache, so a rerun resumes for free.
+        log_path: the run directory's completions log (every completion so far, and so the
+            run's accounting), or None when the client has no run directory. Completions made
+            so far are in the cache too, so a rerun resumes for free.
     """
 
     def __init__(self, message: str, attempts: int, last_error: BaseException,
-                 state_path: str | None = None):
+                 log_path: str | None = None):
         super().__init__(message)
         self.attempts = attempts
         self.last_error = last_error
-        self.state_path = state_path
+        self.log_path = log_path
 
 
 class BackendNotInstalledError(LLMError):
@@ -224,44 +225,10 @@ def strip_echoed_prefill(text: str, prefill: str) -> str:
 
 # --- backends --------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class BackendOptions:
-    """Settings a backend factory may use; each backend ignores those it has no use for.
-
-    Attributes:
-        api_key: key of an OpenAI-compatible endpoint; None reads ``OPENAI_API_KEY``.
-        base_url: URL of an OpenAI-compatible endpoint (``.../v1``); None reads
-            ``OPENAI_BASE_URL`` and then uses OpenAI's own.
-        timeout_s: how long one request may take before it counts as timed out (and is retried).
-        local_threads: CPU threads of the embedded model; None uses ``CODEWORLD_LOCAL_THREADS``
-            or else every core the process may use.
-        local_context: context window of each of the embedded model's slots, in tokens.
-        local_slots: requests the embedded model decodes together (a search's ``parallel``).
-        local_speculation: speculative decoding of the embedded model: ``ngram-mod``,
-            ``ngram``, ``draft`` or ``none``; None uses ``CODEWORLD_LOCAL_SPECULATION`` or else the default
-            (see `codeworld.llm.local.ServerSettings`).
-        local_engine: ``native`` (llama.cpp built for this CPU by ``codeworld build-llm``) or
-            ``xllamacpp``; None uses ``CODEWORLD_LOCAL_ENGINE`` or else the native build where
-            it exists.
-        hf_device: torch device of an ``hf:`` model (``"cuda"``, ``"cpu"``); None picks CUDA when
-            available.
-        hf_dtype: torch dtype name of an ``hf:`` model (``"bfloat16"``, ``"float32"``, ``"auto"``).
-    """
-
-    api_key: str | None = None
-    base_url: str | None = None
-    timeout_s: float = 600.0
-    local_threads: int | None = None
-    local_context: int = 8192
-    local_slots: int = 1
-    local_speculation: str | None = None
-    local_engine: str | None = None
-    hf_device: str | None = None
-    hf_dtype: str = "auto"
-
-
 class Backend(Protocol):
-    """What the client needs of a backend.
+    """What the client needs of a backend. A backend is built by a factory,
+    ``factory(arg, options)``, whose ``Options`` attribute (if any) is the frozen dataclass of
+    its settings (see `codeworld.llm.backends`).
 
     Attributes:
         name: the registry name (``openai``, ``local``, ...), part of the cache key.
