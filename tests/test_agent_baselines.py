@@ -20,6 +20,8 @@ MILESTONE_KEYS = {"episodes", "env_steps", "llm_calls", "tokens"}
 # the columns every row of the benchmark's table reads, as the agent's rows have them
 ROW_KEYS = set(summary_row(LevelResult(level="x"))) - {"rewrites", "plan_timeouts"}
 SMALL_PPO = PPOConfig(n_envs=2, n_steps=32, batch_size=32, n_epochs=1)
+needs_sb3 = pytest.mark.skipif(importlib.util.find_spec("stable_baselines3") is None,
+                               reason="needs the train extra (stable-baselines3)")
 
 
 # ---------------------------------------------------------------- the observation encoding
@@ -73,6 +75,14 @@ def test_encoding_refuses_a_state_larger_than_its_grid():
         encoder.encode({"walls": [[5, 0]]})
 
 
+@pytest.mark.parametrize("level", ["sokoban:turn", "minigrid:doorkey"])
+def test_gym_view_passes_gymnasiums_env_checker(level):
+    from gymnasium.utils.env_checker import check_env
+
+    env = make_object_env(level)
+    check_env(ObjectGymEnv(env, StateEncoder.for_family(env.family)), skip_render_check=True)
+
+
 def test_gym_view_cycles_the_episode_seeds():
     env = ObjectGymEnv(make_object_env("minigrid:unlockpickup"), StateEncoder.for_family("minigrid"),
                        seeds=[3, 7], offset=1)
@@ -83,10 +93,6 @@ def test_gym_view_cycles_the_episode_seeds():
 
 
 # ---------------------------------------------------------------- PPO
-
-needs_sb3 = pytest.mark.skipif(importlib.util.find_spec("stable_baselines3") is None,
-                               reason="needs the train extra (stable-baselines3)")
-
 
 @needs_sb3
 def test_ppo_spends_exactly_its_budget_and_reports_the_agents_fields():
