@@ -155,7 +155,7 @@ def run_llm(llm, spec, description: str, buffer, examples: list[int], queries, m
 
 def run_program(spec, source: str, queries) -> dict:
     """A code world model program in the sandbox, one call per queried transition."""
-    from codeworld.sandbox import ModelWorker
+    from codeworld.model_worker import ModelWorker
 
     n, d = queries.obs.shape
     next_states = np.full((n, d), np.nan)

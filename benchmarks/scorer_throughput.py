@@ -115,7 +115,7 @@ def big_buffer(min_transitions: int):
 
 
 def time_codeworld(buffer, backend: str, repeats: int) -> dict:
-    from codeworld.sandbox import ModelWorker
+    from codeworld.model_worker import ModelWorker
     from codeworld.scoring import Scorer
 
     os.environ["CODEWORLD_BACKEND"] = backend  # read by the parent and by the worker it spawns

@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from codeworld._version import __version__
 
 # public name -> the module that defines it
 _EXPORTS = {
@@ -44,8 +44,8 @@ _EXPORTS = {
     "MctsConfig": "codeworld.planning",
     "PlanEvaluation": "codeworld.planning",
     "evaluate": "codeworld.planning",
-    "ModelWorker": "codeworld.sandbox",
-    "Prediction": "codeworld.sandbox",
+    "ModelWorker": "codeworld.model_worker",
+    "Prediction": "codeworld.model_worker",
     "Sandbox": "codeworld.sandbox",
     "SandboxLimits": "codeworld.sandbox",
     "SandboxResult": "codeworld.sandbox",
@@ -93,7 +93,8 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names load lazi
     from codeworld.llm import Completion, LLMClient, LLMConfig, Sampling, extract_code, make_llm
     from codeworld.model import ModelSourceError, ModelSourceInfo, check_model_source
     from codeworld.planning import CemConfig, MctsConfig, PlanEvaluation, evaluate
-    from codeworld.sandbox import ModelWorker, Prediction, Sandbox, SandboxLimits, SandboxResult
+    from codeworld.model_worker import ModelWorker, Prediction
+    from codeworld.sandbox import Sandbox, SandboxLimits, SandboxResult
     from codeworld.scoring import Scorer, ScoreReport, score_model
     from codeworld.speed import SpeedReport, speed_step
     from codeworld.synthesis import (GifMcts, GifMctsConfig, Rex, RexConfig, RunDir, RunSpec,

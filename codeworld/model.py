@@ -7,8 +7,9 @@ A code world model is a Python module in one of two forms:
 
 `check_model_source` reads the source with `ast` only and never runs it, so it is safe in the
 parent process. `load_model` executes the program and must only be called inside a sandbox worker
-(`codeworld.sandbox`); it tries to compile a functional model with Numba in nopython mode and
-wraps it in a C callback with the ABI of ``csrc/model_abi.h``, whose address the C++ kernels call.
+(`codeworld.model_worker` calls it there); it tries to compile a functional model with Numba in
+nopython mode and wraps it in a C callback with the ABI of ``csrc/model_abi.h``, whose address the
+C++ kernels call.
 """
 
 from __future__ import annotations

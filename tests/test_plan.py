@@ -19,7 +19,7 @@ from codeworld.planning.evaluate import UNLIMITED_ENV_MAX_STEPS
 from codeworld.planning.oracle import OracleModel
 from codeworld.planning.ops import plan_act, plan_reset
 from codeworld.planning.registry import config_from_dict, config_to_dict
-from codeworld.sandbox import ModelWorker
+from codeworld.model_worker import ModelWorker
 
 MODELS = Path(__file__).parent / "models"
 CARTPOLE = (MODELS / "cartpole_functional.py").read_text()

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import sys
 import time
+import types
 
 import numpy as np
 import psutil
@@ -226,22 +228,37 @@ def test_module_level_failure_is_a_load_failure():
     assert pred.result.status == "exception" and pred.n_predicted == 0
 
 
-def test_unknown_op_is_an_error_record_not_a_crash():
-    with Sandbox() as sandbox:
-        result = sandbox.call("os:system", command="true")
-        assert result.status == "exception" and "unknown sandbox op" in result.message
-        assert sandbox.call("ping").value == "pong"
+def test_an_op_is_passed_as_the_function_itself_never_by_name():
+    def nested(ctx):
+        return None
+
+    box = Sandbox()
+    for op, fragment in [("op_predict", "not by name"), ("codeworld.model_worker:op_load", "not by name"),
+                         (lambda ctx: None, "module-level"), (nested, "module-level"), (42, "a function")]:
+        with pytest.raises(TypeError, match=fragment):
+            box.call(op)
+    assert box.pid is None  # refused in the parent: no worker was started for any of them
 
 
-def test_only_functions_declared_as_ops_run_in_a_worker():
-    from codeworld.sandbox.ops import op_name
+def test_an_op_the_worker_cannot_import_is_an_error_record_not_a_crash(monkeypatch):
+    from codeworld.model_worker import op_load
 
-    with Sandbox() as sandbox:
-        # a codeworld function that is not an op (here: one that would exec its argument) is refused
-        result = sandbox.call("codeworld.model:exec_candidate", source="x = 1", filename="x.py")
-        assert result.status == "exception" and "unknown sandbox op" in result.message
-    with pytest.raises(TypeError, match="not a sandbox op"):
-        op_name(len)
+    # A module the parent has and the worker does not (as a module created at run time would be).
+    module = types.ModuleType("codeworld_parent_only_ops")
+
+    def parent_only(ctx):
+        return "ran"
+
+    parent_only.__module__, parent_only.__qualname__ = module.__name__, "parent_only"
+    module.parent_only = parent_only
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    with Sandbox() as box:
+        result = box.call(parent_only)
+        assert result.status == "exception" and "ModuleNotFoundError" in result.message, result.message
+        pid = box.pid
+        loaded = box.call(op_load, source=_model("return state, 1.0, False"), discrete=True, compile=False)
+        assert loaded.ok and loaded.value["compiled"] is False
+        assert box.pid == pid  # the same worker serves the next request
 
 
 def test_two_hundred_candidates_do_not_leak_descriptors_or_processes():

@@ -14,7 +14,8 @@ from collections import deque
 from typing import Callable
 
 from codeworld.agent.model import check_agent_source, copy_state, normalize_state, state_key
-from codeworld.sandbox.ops import candidate_error, exec_candidate, sandbox_op
+from codeworld.model import exec_candidate
+from codeworld.sandbox.ops import candidate_error
 
 MODEL_FILENAME = "agent_model.py"
 _CACHE_KEY = "agent_models"
@@ -136,7 +137,6 @@ def check_transitions(functions, transitions: list[dict], max_mismatches: int = 
     return {"n": len(transitions), "correct": correct, "mismatches": mismatches, "error": error}
 
 
-@sandbox_op
 def op_evaluate(ctx, source: str, transitions: list[dict], starts: list[dict], n_actions: int,
                 max_nodes: int = 20000, max_depth: int = 100, max_mismatches: int = 3) -> dict:
     """Data consistency over ``transitions`` and optimism from each of ``starts``.
@@ -164,7 +164,6 @@ def op_evaluate(ctx, source: str, transitions: list[dict], starts: list[dict], n
     return out
 
 
-@sandbox_op
 def op_plan(ctx, source: str, state: dict, mission: str, n_actions: int, max_nodes: int = 20000,
             max_depth: int = 100) -> dict:
     """A plan from ``state`` for ``mission`` under the model (see `bfs_plan`)."""

@@ -26,7 +26,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from codeworld.model import ModelSourceError, check_model_source
-    from codeworld.sandbox import ModelWorker
+    from codeworld.model_worker import ModelWorker
 
     try:
         source = read_model_file(args.model)

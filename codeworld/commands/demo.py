@@ -16,7 +16,7 @@ import time
 import traceback
 from pathlib import Path
 
-from codeworld.sandbox import PROGRAM_TIMEOUT_S
+from codeworld.model_worker import PROGRAM_TIMEOUT_S
 
 DEFAULT_ENV = "CartPole-v1"
 DEFAULT_BUDGET = 12

@@ -17,7 +17,7 @@ DEFAULT_BUDGET = 10
 
 
 from codeworld.envs.arguments import ENV_HELP, add_env_arguments
-from codeworld.sandbox import PROGRAM_TIMEOUT_S
+from codeworld.model_worker import PROGRAM_TIMEOUT_S
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -32,7 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from codeworld.experiments.jobs import Job
-from codeworld.sandbox.ops import SandboxTimeout, candidate_error, compile_candidate, sandbox_op
+from codeworld.model import compile_candidate
+from codeworld.sandbox.ops import SandboxTimeout, candidate_error
 from codeworld.synthesis.types import FIX, GENERATE, IMPROVE, ProgramEvaluation, Request
 
 PROMPT_DIR = Path(__file__).resolve().parent / "prompts"
@@ -142,7 +143,6 @@ def load_problems(path: str | Path) -> list[Problem]:
 # ------------------------------------------------------------------------------------------ running
 
 
-@sandbox_op
 def op_run_tests(ctx, source: str, inputs: list, fn_name: str | None = None) -> int:
     """Sandbox op: run `source` on each input, emitting ``{"test", "output" | "error"}`` per test."""
     ctx.state["filename"] = FILENAME

@@ -23,7 +23,8 @@ from typing import Any
 
 from codeworld.experiments.jobs import Job, split_method
 from codeworld.experiments.outcomes import run_outcomes
-from codeworld.sandbox import DECISION_TIMEOUT_S, PROGRAM_TIMEOUT_S
+from codeworld.model_worker import PROGRAM_TIMEOUT_S
+from codeworld.planning.evaluate import DECISION_TIMEOUT_S
 
 # What a job does when its options do not say (planning follows the paper: 10 episodes).
 CWMB_JOB_DEFAULTS: dict[str, Any] = {

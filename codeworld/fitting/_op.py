@@ -19,9 +19,9 @@ import time
 
 import numpy as np
 
-from codeworld import model as cwm
+import codeworld.model as cwm
 from codeworld.fitting.literals import PARAM_FUNCTION, find_literals, parametrize, rewrite_literals
-from codeworld.sandbox.ops import SandboxTimeout, sandbox_op
+from codeworld.sandbox.ops import SandboxTimeout
 
 # The normalized residual of a transition the program could not predict (raised, NaN, bad shape).
 FAILED_RESIDUAL = 1e3
@@ -153,7 +153,6 @@ def _scale(values: np.ndarray, fallback: np.ndarray | None = None) -> float:
     return 1.0
 
 
-@sandbox_op
 def op_fit(ctx, source: str, states, actions, next_states, rewards, terminated, discrete: bool,
            method: str, max_evaluations: int, max_seconds: float, max_constants: int,
            compiled: bool = True) -> dict:

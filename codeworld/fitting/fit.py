@@ -24,7 +24,7 @@ import numpy as np
 from codeworld.envs.buffers import ReplayBuffer
 from codeworld.fitting.config import FitConfig
 from codeworld.fitting.literals import Literal, find_literals, rewrite_literals
-from codeworld.sandbox import PROGRAM_TIMEOUT_S
+from codeworld.model_worker import PROGRAM_TIMEOUT_S
 
 # Seconds allowed on top of the fit's own cap for starting the worker and compiling the program.
 STARTUP_SLACK_S = 120.0

@@ -27,9 +27,10 @@ import numpy as np
 from codeworld.planning.planners import ModelAccess, decision_seed
 from codeworld.planning.registry import (SPEED_ONLY_FIELDS, config_to_dict, get_planner, make_config, make_planner,
                                          planner_of)
-from codeworld.sandbox import DECISION_TIMEOUT_S
 
 Progress = Callable[[str, int, int], None]  # (policy, episode, step)
+# One planning decision with a model in its sandbox worker (`codeworld plan`, `evaluate`).
+DECISION_TIMEOUT_S = 120.0
 DEFAULT_DECISION_TIMEOUT_S = DECISION_TIMEOUT_S
 _CACHE_VERSION = 1  # of the random policy's results; a planner's results carry its own (PlannerEntry)
 
@@ -248,7 +249,8 @@ def run_model(env_id: str, source: str, config=None, episodes: int = 10, seed: i
     """
     from codeworld.envs import decode_action, encode_obs, get_spec
     from codeworld.planning.ops import plan_act, plan_reset
-    from codeworld.sandbox import ModelWorker, SandboxLimits
+    from codeworld.model_worker import ModelWorker
+    from codeworld.sandbox import SandboxLimits
 
     spec = get_spec(env_id)
     config = config or make_config(spec.planner)
@@ -300,14 +302,14 @@ def cache_dir() -> Path:
 def _cache_key(policy: str, env_id: str, config: dict | None, episodes: int, seed: int, max_steps: int | None) -> str:
     import gymnasium
 
-    import codeworld
+    from codeworld._version import __version__
 
     # A planner whose results changed for the same config and seed has a new version of its own,
     # so that the other planners' cached baselines stay valid.
     version = get_planner(config["planner"]).cache_version if config else _CACHE_VERSION
     payload = {"v": version, "policy": policy, "env_id": env_id, "config": config, "episodes": episodes,
                "seed": seed, "max_steps": max_steps, "gymnasium": gymnasium.__version__,
-               "codeworld": codeworld.__version__}
+               "codeworld": __version__}
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:24]
 
 

@@ -26,7 +26,8 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from codeworld.sandbox.ops import OpFailure, loaded_model, sandbox_op
+from codeworld.model_worker import loaded_model
+from codeworld.sandbox.ops import OpFailure
 
 # Seeded resets of the real environment drawn from by `reset` and autoreset (see `StartStates`).
 DEFAULT_START_POOL = 1024
@@ -165,7 +166,8 @@ class _ModelBackend:
     def __init__(self, env, source: str, compile: bool, limits, start_pool: int = DEFAULT_START_POOL,
                  encoded_spaces: bool = False):
         from codeworld.envs import get_spec, make_env
-        from codeworld.sandbox import ModelWorker, SandboxLimits
+        from codeworld.model_worker import ModelWorker
+        from codeworld.sandbox import SandboxLimits
 
         self.spec = get_spec(env)
         self.real = make_env(self.spec.env_id) if self.spec.simulator else None
@@ -260,7 +262,7 @@ class _Collector:
 
 def _predict_in_worker(ctx, states: np.ndarray, actions: np.ndarray):
     """(next_states, rewards, dones) of a batch, with `op_predict`'s paths and failure records."""
-    from codeworld.sandbox._builtin_ops import op_predict
+    from codeworld.model_worker import op_predict
 
     model = loaded_model(ctx)
     if model.compiled:
@@ -276,7 +278,6 @@ def _predict_in_worker(ctx, states: np.ndarray, actions: np.ndarray):
             np.concatenate([c["dones"] for c in collector.chunks]))
 
 
-@sandbox_op
 def op_vector_reset(ctx, states: np.ndarray, pool: np.ndarray, seed: int | None,
                     max_episode_steps: int | None, same_step: bool) -> None:
     """Keep the copies' states, the start pool and the autoreset rule in the worker."""
@@ -291,7 +292,6 @@ def op_vector_reset(ctx, states: np.ndarray, pool: np.ndarray, seed: int | None,
     }
 
 
-@sandbox_op
 def op_vector_step(ctx, actions: np.ndarray) -> dict:
     """One step of every copy: reset the ended ones (next-step mode), step the rest in one batch.
 
@@ -326,7 +326,6 @@ def _shared_arrays(path: str, n: int, obs_dim: int, action_dim: int, create: boo
             for i, (name, dtype, shape) in enumerate(layout)}
 
 
-@sandbox_op
 def op_vector_serve(ctx, path: str, requests: str, replies: str, n: int, obs_dim: int, action_dim: int) -> None:
     """Step the copies on request until told to stop, through memory shared with the parent.
 

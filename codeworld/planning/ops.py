@@ -17,11 +17,12 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from codeworld import model as cwm
+import codeworld.model as cwm
 from codeworld.kernels.mcts import PlanningModelError
+from codeworld.model_worker import loaded_model
 from codeworld.planning.planners import ModelAccess
 from codeworld.planning.registry import PLANNERS, config_from_dict, make_planner
-from codeworld.sandbox.ops import OpFailure, loaded_model, sandbox_op
+from codeworld.sandbox.ops import OpFailure
 
 
 def python_step_batch(model: cwm.LoadedModel):
@@ -47,7 +48,6 @@ def python_step_batch(model: cwm.LoadedModel):
     return step_batch
 
 
-@sandbox_op
 def plan_reset(ctx, config: dict, n_actions: int = 0, action_low=(), action_high=(),
                planner_module: str | None = None) -> dict:
     """Create the planner for a new episode. Returns how the model is reached.
@@ -70,7 +70,6 @@ def plan_reset(ctx, config: dict, n_actions: int = 0, action_low=(), action_high
     return {"access": "compiled" if model.compiled else "python", "compile_error": model.compile_error}
 
 
-@sandbox_op
 def plan_act(ctx, state, seed: int) -> dict:
     """Plan from `state`. Returns ``{"actions": [...], "model_steps": n, "info": {...}}``.
 

@@ -1,7 +1,8 @@
 """The parent side of the sandbox: start a worker, send it requests, turn every outcome into a record.
 
-Nothing here runs candidate code. A worker is a fresh interpreter (``python -m
-codeworld.sandbox._worker``) started in its own session and its own private temporary directory,
+Nothing here runs candidate code, and nothing here knows what an op does: the caller passes the
+function to run (see `codeworld.sandbox.ops`) and its own wall-clock limit. A worker is a fresh
+interpreter (``python -m codeworld.sandbox._worker``) started in its own session and its own private temporary directory,
 connected by two pipes. Whatever the candidate does (loop, allocate, crash, exit, kill itself,
 flood its output), `Sandbox.call` returns a `SandboxResult` within the timeout plus a short grace,
 and `Sandbox.close` leaves no process and no directory behind.
@@ -22,24 +23,20 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import Any, Callable
 
-from codeworld.sandbox.ops import op_name
+from codeworld.sandbox.ops import op_reference
 
 GiB = 1024**3
 MiB = 1024**2
 
-# Wall-clock limits, named here once and used by every caller as defaults.
-# One program's run over a whole replay buffer (scoring, the constant fit's held-out passes, the
-# speed step's equality check) and any single sandbox request without a limit of its own.
-PROGRAM_TIMEOUT_S = 60.0
+# The wall-clock limit of a request whose caller names none (an op's owner names its own).
+REQUEST_TIMEOUT_S = 60.0
 # A worker's start-up: a fresh interpreter importing numpy (and Numba when asked).
 STARTUP_TIMEOUT_S = 60.0
-# One prediction pass of the speed step's equality check, when no program timeout is given.
-PORT_CHECK_TIMEOUT_S = 120.0
-# One planning decision with a model (`codeworld plan`, `codeworld.planning.evaluate`).
-DECISION_TIMEOUT_S = 120.0
 
 STATUSES = ("ok", "exception", "timeout", "memory", "crashed", "killed", "invalid_output")
 
+# The worker's module, run with ``python -m``.
+_WORKER_MODULE = f"{__package__}._worker"
 # Environment variables never passed to a worker (API keys and the like).
 _SECRET_ENV = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)", re.IGNORECASE)
 
@@ -61,7 +58,7 @@ class SandboxLimits:
             partial results before the hard kill.
     """
 
-    timeout_s: float = PROGRAM_TIMEOUT_S
+    timeout_s: float = REQUEST_TIMEOUT_S
     startup_timeout_s: float = STARTUP_TIMEOUT_S
     memory_bytes: int | None = 4 * GiB
     cpu_seconds: int | None = 3600
@@ -125,10 +122,9 @@ def _worker_env(tmpdir: str) -> dict:
                PYTHONUNBUFFERED="1", OMP_NUM_THREADS=env.get("OMP_NUM_THREADS", "1"),
                OPENBLAS_NUM_THREADS=env.get("OPENBLAS_NUM_THREADS", "1"),
                NUMBA_NUM_THREADS=env.get("NUMBA_NUM_THREADS", "1"))
-    # The worker must import the same codeworld as the parent, wherever it was imported from.
-    import codeworld
-
-    package_root = os.path.dirname(os.path.dirname(os.path.abspath(codeworld.__file__)))
+    # The worker must import the same package as the parent, wherever it was imported from: the
+    # directory above the package this sandbox belongs to comes first on its path.
+    package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     paths = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
     if package_root not in paths:
         paths.insert(0, package_root)
@@ -197,7 +193,7 @@ class Sandbox:
         try:
             with open(out_path, "wb") as out, open(err_path, "wb") as err:
                 self._proc = subprocess.Popen(
-                    [sys.executable, "-m", "codeworld.sandbox._worker", json.dumps(config)],
+                    [sys.executable, "-m", _WORKER_MODULE, json.dumps(config)],
                     stdin=subprocess.DEVNULL, stdout=out, stderr=err, cwd=self._tmpdir,
                     env=_worker_env(self._tmpdir), pass_fds=(child_read, child_write),
                     start_new_session=True, close_fds=True,
@@ -220,7 +216,7 @@ class Sandbox:
         """Stop the worker (politely, then by force) and remove its directory. Idempotent."""
         if self._proc is not None and self._proc.poll() is None and self._conn_out is not None:
             try:
-                self._conn_out.send(("__stop__", {}))
+                self._conn_out.send((None, {}))
                 if self._conn_in is not None and self._conn_in.poll(1.0):
                     self._conn_in.recv()
             except (OSError, EOFError):
@@ -271,27 +267,29 @@ class Sandbox:
 
     # -- requests -------------------------------------------------------------------------------
 
-    def call(self, op: Callable | str, timeout_s: float | None = None, **kwargs: Any) -> SandboxResult:
+    def call(self, op: Callable, timeout_s: float | None = None, **kwargs: Any) -> SandboxResult:
         """Run `op` in the worker with `kwargs`; never raises for anything the candidate does.
 
         Args:
-            op: an op declared with `codeworld.sandbox.ops.sandbox_op` (the function itself), or
-                a built-in op's name (``ping``, ``load``, ``predict``).
+            op: the op, a module-level function ``op(ctx, **kwargs)`` (see `codeworld.sandbox.ops`).
             timeout_s: wall-clock limit for this request (default: the limits' ``timeout_s``).
+
+        Raises:
+            TypeError: when `op` is a name or a function the worker could not import.
         """
         sent = self.begin(op, **kwargs)
         if not sent.ok:
             return sent
         return self.finish(timeout_s)
 
-    def begin(self, op: Callable | str, **kwargs: Any) -> SandboxResult:
+    def begin(self, op: Callable, **kwargs: Any) -> SandboxResult:
         """Send a request and return without waiting for its reply (`finish` collects it).
 
         For an op that serves the parent over a channel of its own (shared memory, pipes in
         `workdir`) until told to stop. Starts the worker first when needed; returns its failure
         to start, else an ``ok`` result with no value.
         """
-        name = op_name(op)
+        reference = op_reference(op)
         if not self.alive:
             started = self.start()
             if not started.ok:
@@ -299,7 +297,7 @@ class Sandbox:
         assert self._conn_out is not None
         self._begun = time.monotonic()
         try:
-            self._conn_out.send((name, kwargs))
+            self._conn_out.send((reference, kwargs))
         except (BrokenPipeError, OSError):
             pass  # the worker is gone; finish reports how it ended
         return SandboxResult("ok")

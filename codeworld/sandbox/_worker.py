@@ -2,9 +2,9 @@
 
 Started by `codeworld.sandbox.Sandbox` in a fresh interpreter (the equivalent of multiprocessing's
 ``spawn``: nothing is inherited from the parent but two pipe descriptors). It limits itself (see
-`_guards`), then serves requests ``(op name, kwargs)`` until told to stop. Ops are declared and named as
-`codeworld.sandbox.ops` says; they stream partial results with ``ctx.emit``, which the parent
-keeps even when the request later times out.
+`_guards`), then serves requests ``(op reference, kwargs)`` until it receives ``(None, {})``. An op
+is imported from its reference as `codeworld.sandbox.ops` says; it streams partial results with
+``ctx.emit``, which the parent keeps even when the request later times out.
 """
 
 from __future__ import annotations
@@ -70,12 +70,12 @@ def serve(conn_in: Connection, conn_out: Connection, config: dict) -> None:
             message = conn_in.recv()
         except EOFError:
             return
-        op_name, kwargs = message
-        if op_name == "__stop__":
+        reference, kwargs = message
+        if reference is None:
             conn_out.send(("ok", None))
             return
         try:
-            op = resolve_op(op_name)
+            op = resolve_op(reference)
         except Exception as exc:  # noqa: BLE001 - an unknown op, or its module fails to import
             conn_out.send(("error", {"status": "exception", "type": type(exc).__name__,
                                      "message": f"{type(exc).__name__}: {exc}", "line": None,

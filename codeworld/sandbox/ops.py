@@ -1,50 +1,44 @@
 """The public API of sandbox operations: how code that runs inside a worker is written and called.
 
-An *op* is a function ``op(ctx, **kwargs)`` that runs inside a sandbox worker, where it may execute
-LLM-written code. It is declared once with `sandbox_op`, and the parent passes the function itself
-to `Sandbox.call` (or `ModelWorker.call`); only the op's name travels to the worker, which imports
-it from its module there and refuses anything not declared as an op. The parent never runs it::
+An *op* is a module-level function ``op(ctx, **kwargs)`` that runs inside a sandbox worker, where it
+may execute untrusted code. The parent passes the function itself to `Sandbox.call`, never a name;
+what travels to the worker is its reference (module and qualified name, as pickle sends a
+function), and the worker imports it from there. The parent never runs it::
 
-    @sandbox_op
     def op_count_lines(ctx, source: str) -> int:
-        namespace = exec_candidate(source, "candidate.py")
+        namespace = run_untrusted(source)
         ...
 
     with Sandbox() as box:
         result = box.call(op_count_lines, source=program)
 
-Inside an op, ``ctx.state`` keeps per-worker state between requests, ``ctx.emit`` streams partial
-results (kept by the parent even when the request later times out), and a failure is reported
-one way: raise `OpFailure` with its status; any other exception becomes an ``exception`` record
-naming the candidate's line (`candidate_error`).
+An op lives in a module the worker can import (one of the package the sandbox belongs to, which
+is on the worker's path), and that module should import only what the op needs: the worker
+imports it after its limits are in place. Inside an op, ``ctx.state`` keeps per-worker state
+between requests (``ctx.state["filename"]``, when set, is the file name the untrusted code runs
+under, used to point at its line), ``ctx.emit`` streams partial results (kept by the parent even
+when the request later times out), and a failure is reported one way: raise `OpFailure` with its
+status; any other exception becomes an ``exception`` record naming the candidate's line
+(`candidate_error`).
 """
 
 from __future__ import annotations
 
 import importlib
+import sys
 import traceback
-from typing import Any, Callable
+from typing import Callable
 
-from codeworld.model import compile_candidate, exec_candidate
 from codeworld.sandbox._guards import SandboxTimeout
 
 __all__ = [
     "OpFailure",
     "SandboxTimeout",
     "candidate_error",
-    "compile_candidate",
-    "exec_candidate",
     "failure_record",
-    "loaded_model",
-    "op_name",
+    "op_reference",
     "resolve_op",
-    "sandbox_op",
 ]
-
-# The attribute `sandbox_op` sets on an op: its name, ``"module:function"``.
-_OP_ATTRIBUTE = "__sandbox_op__"
-# Ops built into every worker, by their short names (see `codeworld.sandbox._builtin_ops`).
-_BUILTIN_MODULE = "codeworld.sandbox._builtin_ops"
 
 
 class OpFailure(Exception):
@@ -110,65 +104,44 @@ def candidate_error(exc: BaseException, filename: str | None) -> dict:
         code = (last.line or linecache.getline(filename, line)).strip()
     message = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
     if isinstance(exc, SystemExit):
-        message = f"the model called sys.exit({exc.code!r})"
+        message = f"the program called sys.exit({exc.code!r})"
     text = message if line is None else f"{message} (line {line}: {code})"
     shown = candidate_frames[-5:]
     tb = "".join(traceback.format_list(shown)) if shown else ""
     return {"type": type(exc).__name__, "message": text, "line": line, "code": code, "traceback": tb}
 
 
-def loaded_model(ctx) -> Any:
-    """The `codeworld.model.LoadedModel` that the built-in ``load`` op loaded in this worker (as
-    `ModelWorker` does before any other op)."""
-    model = ctx.state.get("model")
-    if model is None:
-        raise RuntimeError("no model loaded in this worker (call the 'load' op first)")
-    return model
-
-
-def sandbox_op(function: Callable) -> Callable:
-    """Declare `function` a sandbox op, to be passed to `Sandbox.call`. Returns it unchanged.
-
-    An op must be a module-level function of the ``codeworld`` package, so that a worker can
-    import it by name.
-    """
-    module, name = function.__module__, function.__qualname__
-    if not (module == "codeworld" or module.startswith("codeworld.")) or "." in name:
-        raise ValueError(f"a sandbox op must be a module-level function of codeworld, not {module}:{name}")
-    setattr(function, _OP_ATTRIBUTE, f"{module}:{name}")
-    return function
-
-
-def op_name(op: Callable | str) -> str:
-    """What travels to the worker for `op`: a declared op's ``module:function``, or a built-in
-    op's short name (``ping``, ``load``, ``predict``) as given."""
-    if isinstance(op, str):
-        return op
-    name = getattr(op, _OP_ATTRIBUTE, None)
-    if name is None:
-        raise TypeError(f"{op!r} is not a sandbox op (declare it with @sandbox_op)")
-    if name.startswith(_BUILTIN_MODULE + ":"):
-        return name.split(":", 1)[1].removeprefix("op_")
-    return name
-
-
-def resolve_op(name: str) -> Callable:
-    """The op a name stands for (in the worker). Only ops declared with `sandbox_op` resolve.
+def op_reference(op: Callable) -> tuple[str, str]:
+    """What travels to the worker for `op`: its module and qualified name (in the parent).
 
     Raises:
-        KeyError: for a name that is not a declared op.
+        TypeError: for a name instead of a function, or a function the worker could not import
+            (a lambda, a nested function, one defined in ``__main__``).
     """
-    module_name, _, function_name = name.rpartition(":")
-    if not module_name:
-        module_name, function_name = _BUILTIN_MODULE, f"op_{name}"
-    if module_name == "codeworld" or module_name.startswith("codeworld."):
-        try:
-            op = getattr(importlib.import_module(module_name), function_name, None)
-        except ImportError:
-            op = None
-        if op is not None and getattr(op, _OP_ATTRIBUTE, None) == f"{module_name}:{function_name}":
-            return op
-    raise KeyError(f"unknown sandbox op {name!r}")
+    if isinstance(op, str):
+        raise TypeError(f"a sandbox op is passed as the function itself, not by name ({op!r})")
+    module = getattr(op, "__module__", None)
+    name = getattr(op, "__qualname__", None)
+    if not callable(op) or not isinstance(module, str) or not isinstance(name, str):
+        raise TypeError(f"a sandbox op must be a function, not {op!r}")
+    if module == "__main__" or "." in name or "<" in name or getattr(sys.modules.get(module), name, None) is not op:
+        raise TypeError(f"a sandbox op must be a module-level function of an importable module, "
+                        f"not {module}:{name}")
+    return module, name
+
+
+def resolve_op(reference: tuple[str, str]) -> Callable:
+    """The function a reference from `op_reference` stands for (in the worker).
+
+    Raises:
+        ImportError: when its module does not import in the worker.
+        LookupError: when the module has no such function.
+    """
+    module_name, name = reference
+    op = getattr(importlib.import_module(module_name), name, None)
+    if not callable(op):
+        raise LookupError(f"no sandbox op {module_name}:{name}")
+    return op
 
 
 def failure_record(exc: BaseException, filename: str | None) -> dict:
@@ -181,7 +154,7 @@ def failure_record(exc: BaseException, filename: str | None) -> dict:
         record["status"] = "timeout"
     elif isinstance(exc, MemoryError):
         record["status"] = "memory"
-        record["message"] = "the model ran out of memory (the sandbox's address-space limit)"
+        record["message"] = "the program ran out of memory (the sandbox's address-space limit)"
     else:
         record["status"] = "exception"
     return record

@@ -339,7 +339,7 @@ class Scorer:
             timeout_s: wall-clock limit of the prediction request.
         """
         from codeworld.model import ModelSourceError
-        from codeworld.sandbox import ModelWorker
+        from codeworld.model_worker import ModelWorker
 
         started = time.perf_counter()
         if worker is None:

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from codeworld.sandbox import PROGRAM_TIMEOUT_S
+from codeworld.model_worker import PROGRAM_TIMEOUT_S
 from codeworld.synthesis.repairs import step_function
 
 # How the composed program's header names the candidates it came from.
@@ -75,7 +75,7 @@ def compose_programs(candidates: list[tuple[int, str]], scorer: Any, *, timeout_
         max_programs: how many candidates (the first ones) are run and may take part.
     """
     from codeworld.model import ModelSourceError
-    from codeworld.sandbox import ModelWorker
+    from codeworld.model_worker import ModelWorker
     from codeworld.scoring.scorer import Predictions
 
     usable: list[tuple[int, str, Any]] = []

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from codeworld.sandbox import PROGRAM_TIMEOUT_S
+from codeworld.model_worker import PROGRAM_TIMEOUT_S
 from codeworld.synthesis.types import FIX, GENERATE, IMPROVE, ProgramEvaluation, Request
 
 
@@ -205,7 +205,7 @@ class ScorerEvaluator:
 
     def evaluate(self, program: str) -> ProgramEvaluation:
         from codeworld.model import ModelSourceError
-        from codeworld.sandbox import ModelWorker
+        from codeworld.model_worker import ModelWorker
 
         spec = self.scorer.spec
         if self.assist.checks:

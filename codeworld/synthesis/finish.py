@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from codeworld.sandbox import PROGRAM_TIMEOUT_S
+from codeworld.model_worker import PROGRAM_TIMEOUT_S
 from codeworld.synthesis.config import FinishConfig
 
 COMPOSE_FILE = "compose.json"

@@ -1,0 +1,155 @@
+"""The package's layering, read from its source with `ast` (never imported).
+
+* The sandbox is generic: ``codeworld.sandbox`` imports nothing of ``codeworld`` outside itself
+  (inside functions too), so what runs in it, and its limits, live with their owners.
+* Nothing below the package's facade imports it: ``import codeworld`` or ``from codeworld import
+  name`` (a name that is not a module) runs ``codeworld/__init__.py`` for one of its re-exports,
+  which only its front doors (the facade itself, ``__main__``, the CLI) may do.
+* An op travels to a worker as a function, never by name: no call site passes a string where the
+  sandbox takes an op, and the sandbox refuses one.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = "codeworld"
+REPO = Path(__file__).resolve().parent.parent
+ROOT = REPO / PACKAGE
+# The modules that may import the facade: the facade itself and the package's front doors.
+FRONT_DOORS = {"codeworld", "codeworld.__main__", "codeworld.cli"}
+# The sandbox's methods that take an op first.
+OP_METHODS = {"call", "begin"}
+
+
+def _modules(root: Path = ROOT) -> dict[str, Path]:
+    modules = {}
+    for path in sorted(root.rglob("*.py")):
+        parts = list(path.relative_to(root.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        modules[".".join(parts)] = path
+    return modules
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _imports(path: Path, module: str):
+    """(line, imported module, imported names or None) for every import in `path` that can run,
+    at module level or inside a function; relative imports resolved."""
+    is_package = path.name == "__init__.py"
+    stack: list[ast.AST] = [ast.parse(path.read_text(encoding="utf-8"), filename=str(path))]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.If) and _is_type_checking(node.test):
+            stack.extend(node.orelse)
+            continue
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield node.lineno, alias.name, None
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                package = module.split(".") if is_package else module.split(".")[:-1]
+                package = package[: len(package) - node.level + 1]
+                base = ".".join(package + ([base] if base else []))
+            yield node.lineno, base, [alias.name for alias in node.names]
+        stack.extend(ast.iter_child_nodes(node))
+
+
+def _is_submodule(root: Path, name: str) -> bool:
+    """Whether ``codeworld.<name>`` is a module or package (a compiled one included)."""
+    return ((root / name).is_dir() or (root / f"{name}.py").exists() or (root / f"{name}.pyi").exists()
+            or any(root.glob(f"{name}.*.so")))
+
+
+def sandbox_leaks(root: Path = ROOT) -> list[str]:
+    """``module:line imported`` for each import in ``codeworld.sandbox`` of codeworld outside it."""
+    inside = f"{PACKAGE}.sandbox"
+    leaks = []
+    for module, path in _modules(root).items():
+        if module != inside and not module.startswith(inside + "."):
+            continue
+        for line, target, _ in _imports(path, module):
+            if (target == PACKAGE or target.startswith(PACKAGE + ".")) and not (
+                    target == inside or target.startswith(inside + ".")):
+                leaks.append(f"{module}:{line} {target}")
+    return leaks
+
+
+def facade_imports(root: Path = ROOT) -> list[str]:
+    """``module:line ...`` for each import of the facade by a module that is not a front door."""
+    found = []
+    for module, path in _modules(root).items():
+        if module in FRONT_DOORS:
+            continue
+        for line, target, names in _imports(path, module):
+            if target != PACKAGE:
+                continue
+            if names is None:
+                found.append(f"{module}:{line} import {PACKAGE}")
+            else:
+                found.extend(f"{module}:{line} from {PACKAGE} import {name}" for name in names
+                             if not _is_submodule(root, name))
+    return found
+
+
+def ops_by_name(paths, base: Path = REPO) -> list[str]:
+    """``file:line`` for each ``x.call("...")`` / ``x.begin("...")`` in `paths`: an op passed as a
+    string."""
+    found = []
+    for path in sorted(paths):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr in OP_METHODS and node.args
+                    and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+                found.append(f"{path.relative_to(base).as_posix()}:{node.lineno}")
+    return found
+
+
+def test_the_sandbox_imports_nothing_of_codeworld_outside_itself():
+    assert sandbox_leaks() == []
+
+
+def test_no_module_below_the_facade_imports_it():
+    assert facade_imports() == []
+
+
+def test_no_call_site_names_an_op_by_a_string():
+    # the package and the benchmark scripts (not the data they read; tests pass names on purpose)
+    paths = [*ROOT.rglob("*.py"), *(REPO / "benchmarks").glob("*.py")]
+    assert ops_by_name(paths) == []
+
+
+def test_the_sandbox_refuses_an_op_given_by_name():
+    from codeworld.sandbox import Sandbox
+
+    with pytest.raises(TypeError, match="not by name"):
+        Sandbox().call("op_predict")
+
+
+def test_the_checks_see_what_they_forbid(tmp_path):
+    # A package laid out like codeworld, with one of each forbidden import, found at any depth.
+    package = tmp_path / PACKAGE
+    (package / "sandbox").mkdir(parents=True)
+    (package / "scoring").mkdir()
+    (package / "__init__.py").write_text("import codeworld.scoring\n")
+    (package / "model.py").write_text("")
+    (package / "sandbox" / "__init__.py").write_text("from .ops import run\n")
+    (package / "sandbox" / "ops.py").write_text("def run(ctx):\n    from ..model import load\n")
+    (package / "scoring" / "__init__.py").write_text(
+        "from codeworld import model\n"
+        "def version():\n    from codeworld import __version__\n    return __version__\n")
+    (package / "scoring" / "worker.py").write_text(
+        "import codeworld\n"
+        "def predict(box):\n    return box.call('predict', states=[])\n")
+    assert sandbox_leaks(package) == ["codeworld.sandbox.ops:2 codeworld.model"]
+    assert sorted(facade_imports(package)) == ["codeworld.scoring.worker:1 import codeworld",
+                                               "codeworld.scoring:3 from codeworld import __version__"]
+    assert ops_by_name(package.rglob("*.py"), tmp_path) == ["codeworld/scoring/worker.py:3"]
