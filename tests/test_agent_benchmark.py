@@ -41,9 +41,13 @@ def test_cli_agent_runs_a_level(tmp_path, capsys):
                  "--reliable", "2", "--max-env-steps", "30", "--out", str(tmp_path / "run"),
                  "--llm-cache-dir", str(tmp_path / "cache")])
     assert code == 0
-    row = json.loads(capsys.readouterr().out.splitlines()[0])
+    out = capsys.readouterr().out
+    # a line per call, per rewrite and per episode while it runs, then one per level
+    assert "call 1/" in out and "rewrite 1 (no model)" in out and "episode 1: success" in out
+    level = next(line for line in out.splitlines() if line.startswith("sokoban-corridor:"))
+    assert "reliable: -" not in level
+    row = json.loads((tmp_path / "run" / "accounting.json").read_text())["levels"][0]
     assert row["level"] == "sokoban-corridor" and row["reliable_success"] is not None
-    assert (tmp_path / "run" / "accounting.json").is_file()
 
 
 def _script(tmp_path):

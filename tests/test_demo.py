@@ -46,7 +46,7 @@ def test_demo_synthesizes_scores_and_plans(tmp_path, capsys):
     assert "TAU = 0.03" not in (out / "best_model.py").read_text()
     spec = json.loads((out / "run.json").read_text())  # the keys of before, and the version
     legacy = json.loads((LEGACY / "demo.run.json").read_text())
-    assert set(spec) == set(legacy) | {"codeworld_version", "split"}
+    assert set(spec) == set(legacy) | {"codeworld_version", "split", "finish"}
     split = spec["split"]  # episodes held out, recorded; none of them in training
     assert split["heldout_episodes"] and not set(split["heldout_episodes"]) & set(split["train_episodes"])
     assert spec["status"] == "finished" and spec["budget"] == 2 and spec["mode"] == "sound"

@@ -178,12 +178,19 @@ class FirstDraft:
         healthy = [r for r in self.results if not r[2].buggy]
         return max(healthy, key=lambda r: r[2].score) if healthy else None
 
+    def programs(self) -> list[dict]:
+        return [{"call": call, "parent_call": -1, "action": GENERATE, "score": ev.score,
+                 "buggy": ev.buggy} for call, _, ev in self.results]
+
     def to_json(self) -> dict:
         return {"calls": self.calls}
 
 
 def test_a_registered_synthesis_method_runs_through_synthesize(tmp_path, capsys):
-    register_method(Method("first-draft", FirstDraftConfig, FirstDraft, "generations until a perfect one"))
+    from codeworld.synthesis.config import ASSIST_ABLATIONS
+
+    register_method(Method("first-draft", FirstDraftConfig, FirstDraft, "generations until a perfect one",
+                           ablations=ASSIST_ABLATIONS))
     try:
         _synthesize_with_first_draft(tmp_path, capsys)
     finally:
@@ -204,6 +211,23 @@ def _synthesize_with_first_draft(tmp_path, capsys):
     assert meta["method"] == "first-draft" and meta["status"] == "finished"
     assert json.loads((out / "best_report.json").read_text())["score"] == 1.0
     assert len(list((out / "calls").glob("*.json"))) == 2  # it stopped at the perfect program
+
+    # `codeworld show` reads its programs (the method-neutral records every search writes)
+    capsys.readouterr()
+    assert main(["show", str(out), "--no-picture", "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert [row["call"] for row in summary["per_call"]] == [1, 2]
+    assert summary["per_call"][1]["score"] == 1.0
+
+    # an ablation it declares runs as a CWMB job, the variant switched off in its config
+    from codeworld.experiments import Job, run_cwmb_job
+
+    job = Job("CartPole-v1", "first-draft/no-scaffold", 0, f"scripted:{script}", 2,
+              {"plan": False, "finish": {"fit_constants": False, "speed_step": False}})
+    result = run_cwmb_job(job, str(tmp_path / "work"))
+    saved = json.loads((Path(result["run_dir"]) / "run.json").read_text())
+    assert saved["variant"] == "first-draft/no-scaffold" and saved["config"]["assist"]["scaffold"] is False
+    assert result["calls"] >= 1 and result["scores"]["sound"]["score"] == 1.0
 
 
 class LineWorld(gym.Env):

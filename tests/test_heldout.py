@@ -89,7 +89,8 @@ def test_a_model_right_only_within_the_loose_tolerance_does_not_stop_the_search(
     # 5e-5 off on the cart's position: right by the sound tolerance (1e-4), not by the paper's
     near = MODEL.read_text().replace("x = x + TAU * x_dot", "x = x + TAU * x_dot + 5e-5")
     assert near != MODEL.read_text()
-    prompts, evaluator = make_cwmb_world("CartPole-v1", assist=AssistConfig(fit_constants=False))
+    world = make_cwmb_world("CartPole-v1", assist=AssistConfig(fit_constants=False))
+    prompts, evaluator = world.prompts, world.evaluator
     first = evaluator.evaluate(near)
     assert first.report["score"] == 1.0 and not first.report["exact"]["exact"]
     assert first.score == NEAR_PERFECT and "not exact" in first.feedback
@@ -105,7 +106,8 @@ def test_a_model_right_only_within_the_loose_tolerance_does_not_stop_the_search(
 
 
 def test_a_copy_of_the_skeleton_or_of_an_earlier_program_is_recognised(tmp_path):
-    prompts, evaluator = make_cwmb_world("CartPole-v1", assist=AssistConfig(fit_constants=False))
+    world = make_cwmb_world("CartPole-v1", assist=AssistConfig(fit_constants=False))
+    prompts, evaluator = world.prompts, world.evaluator
     skeleton = evaluator.skeleton
     wrong = MODEL.read_text().replace("TAU = 0.02", "TAU = 0.03")
     # the skeleton with other comments and blank lines is still the skeleton
@@ -148,7 +150,8 @@ def test_a_copy_of_the_skeleton_or_of_an_earlier_program_is_recognised(tmp_path)
 
 
 def test_the_skeleton_handed_back_twice_is_scored_once(tmp_path):
-    prompts, evaluator = make_cwmb_world("CartPole-v1", assist=AssistConfig(fit_constants=False))
+    world = make_cwmb_world("CartPole-v1", assist=AssistConfig(fit_constants=False))
+    prompts, evaluator = world.prompts, world.evaluator
     llm = ScriptedLLM([fence(evaluator.skeleton)] * 2)
     run_dir = RunDir(tmp_path / "run")
     run_dir.init(RunSpec("zero-shot"))
@@ -163,7 +166,8 @@ def test_the_skeleton_handed_back_twice_is_scored_once(tmp_path):
 
 
 def test_a_model_that_fails_beyond_the_recorded_states_goes_to_fix():
-    prompts, evaluator = make_cwmb_world("CartPole-v1", assist=AssistConfig(fit_constants=False))
+    world = make_cwmb_world("CartPole-v1", assist=AssistConfig(fit_constants=False))
+    prompts, evaluator = world.prompts, world.evaluator
     largest = float(np.abs(evaluator.scorer.buffer.obs[:, 3]).max())
     # right on every recorded transition, but it raises on a state no transition starts from
     fragile = MODEL.read_text().replace(
@@ -179,8 +183,8 @@ def test_a_model_that_fails_beyond_the_recorded_states_goes_to_fix():
     assert "no table entry for this state" in evaluation.feedback
     failed_on = evaluation.report["beyond_data"]["state"]
     assert abs(failed_on[3]) > largest
-    _, lenient = make_cwmb_world("CartPole-v1", assist=AssistConfig(fit_constants=False,
-                                                                     beyond_data=False))
+    lenient = make_cwmb_world("CartPole-v1", assist=AssistConfig(fit_constants=False,
+                                                                 beyond_data=False)).evaluator
     assert lenient.evaluate(fragile).score == 1.0
     assert not evaluator.evaluate(MODEL.read_text()).buggy  # the true model runs everywhere
 
@@ -229,7 +233,8 @@ def test_the_composition_keeps_a_rare_reward_that_the_common_case_would_drop():
 
 
 def test_held_out_reports_say_how_rare_outcomes_went():
-    prompts, evaluator = make_cwmb_world("CliffWalking-v1", assist=AssistConfig(fit_constants=False))
+    world = make_cwmb_world("CliffWalking-v1", assist=AssistConfig(fit_constants=False))
+    prompts, evaluator = world.prompts, world.evaluator
     never = CLIFF.replace("REWARD_LINE", "pass")
     rare = evaluator.evaluate(never).report["heldout"]["rare"]
     held = evaluator.heldout.buffer

@@ -162,7 +162,8 @@ def test_a_later_call_of_a_run_processes_only_its_new_tokens():
 
     # Two calls of one CartPole run as the search sends them: the system text, description and
     # scaffold come first and are the same; the program and its feedback differ.
-    prompts, _ = make_cwmb_world("CartPole-v1")
+    world = make_cwmb_world("CartPole-v1")
+    prompts, _ = world.prompts, world.evaluator
     first = prompts.messages(Request(call=1, action=FIX, parent=0, program=PROGRAM,
                                      feedback="NameError: name 'g' is not defined"))
     second = prompts.messages(Request(call=2, action=IMPROVE, parent=0, program=PROGRAM,

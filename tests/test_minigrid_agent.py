@@ -5,7 +5,7 @@ import random
 import pytest
 
 from codeworld.agent.minigrid_env import LEVEL_IDS, MiniGridEnv
-from codeworld.agent.model import state_key
+from codeworld.synthesis.objects import state_key
 
 LEFT, RIGHT, FORWARD, PICKUP, DROP, TOGGLE = range(6)
 

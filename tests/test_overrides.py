@@ -9,7 +9,7 @@ import pytest
 from codeworld.cli import main
 from codeworld.overrides import config_with_overrides, parse_overrides
 from codeworld.planning import CemConfig, MctsConfig
-from codeworld.synthesis.config import GifMctsConfig
+from codeworld.synthesis import GifMctsConfig
 
 
 def test_values_are_read_by_the_fields_type():

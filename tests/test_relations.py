@@ -104,7 +104,8 @@ def test_random_data_and_tiny_buffers_give_no_rule():
 
 def test_prompts_show_the_relations_of_the_buffer_unless_switched_off():
     request = Request(action=GENERATE, parent=0, prefix="", call=0)
-    prompts, evaluator = make_cwmb_world("CartPole-v1")
+    world = make_cwmb_world("CartPole-v1")
+    prompts, evaluator = world.prompts, world.evaluator
     text = prompts.messages(request)[1]["content"]
     assert "## What the recorded data shows" in text
     # The kinematic updates of the committed buffer are exact: position from the old velocity.
@@ -118,12 +119,13 @@ def test_prompts_show_the_relations_of_the_buffer_unless_switched_off():
     assert "568" not in text
     # the done rule found in the training episodes (which may see the pole fall one way only)
     assert "new pole_angle" in text.split("- done = ", 1)[1].split("\n", 1)[0]
-    off, _ = make_cwmb_world("CartPole-v1", assist=AssistConfig(relations=False))
+    world = make_cwmb_world("CartPole-v1", assist=AssistConfig(relations=False))
+    off, _ = world.prompts, world.evaluator
     assert "What the recorded data shows" not in off.messages(request)[1]["content"]
 
 
 def test_a_run_saved_before_the_switch_existed_resumes_without_relations():
-    from codeworld.synthesis.config import GifMctsConfig
+    from codeworld.synthesis import GifMctsConfig
     from codeworld.synthesis.registry import config_from_json, config_to_json
 
     saved = config_to_json(GifMctsConfig())

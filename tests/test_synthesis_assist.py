@@ -200,7 +200,8 @@ def test_a_repair_is_recorded_in_the_run_dir_and_is_not_an_llm_call(tmp_path):
     good = MODEL.read_text()
     missing_math = good.replace("import math\n", "")
     assert missing_math != good
-    prompts, evaluator = make_cwmb_world("CartPole-v1")
+    world = make_cwmb_world("CartPole-v1")
+    prompts, evaluator = world.prompts, world.evaluator
     llm = ScriptedLLM([fence(missing_math)])
     run_dir = RunDir(tmp_path / "run")
     run_dir.init(RunSpec("worldcoder"))
@@ -221,7 +222,8 @@ def test_a_fix_answer_with_only_the_missing_piece_is_put_into_the_program_it_fix
     no_tau = good.replace("TAU = 0.02\n", "")
     assert no_tau != good
     piece = "# the missing constant; the rest of the program stays as it was\nTAU = 0.02\n"
-    prompts, evaluator = make_cwmb_world("CartPole-v1")
+    world = make_cwmb_world("CartPole-v1")
+    prompts, evaluator = world.prompts, world.evaluator
     llm = ScriptedLLM([fence(no_tau), fence(piece)])
     run_dir = RunDir(tmp_path / "run")
     run_dir.init(RunSpec("worldcoder"))
@@ -261,7 +263,8 @@ def test_static_check_messages_reach_fix_without_running_the_program(tmp_path):
     wrong_form = MODEL.read_text().replace(
         "x, x_dot, theta, theta_dot = state[0], state[1], state[2], state[3]",
         "x, x_dot, theta, theta_dot, extra = state")
-    prompts, evaluator = make_cwmb_world("CartPole-v1")
+    world = make_cwmb_world("CartPole-v1")
+    prompts, evaluator = world.prompts, world.evaluator
     llm = ScriptedLLM([fence(wrong_form), fence(MODEL.read_text())])
     run_dir = RunDir(tmp_path / "run")
     run_dir.init(RunSpec("gif-mcts"))
@@ -278,7 +281,8 @@ def test_static_check_messages_reach_fix_without_running_the_program(tmp_path):
 
 def test_smoke_run_in_the_sandbox_stops_a_failing_program_before_the_full_pass():
     crashing = MODEL.read_text().replace("cos_t = math.cos(theta)", "cos_t = math.cos(theta) / 0.0 ** 1")
-    prompts, evaluator = make_cwmb_world("CartPole-v1")
+    world = make_cwmb_world("CartPole-v1")
+    prompts, evaluator = world.prompts, world.evaluator
     evaluation = evaluator.evaluate(crashing)
     assert evaluation.buggy and evaluation.report["stage"] == "smoke"
     assert "ZeroDivisionError" in evaluation.feedback and "first recorded transition" in evaluation.feedback
@@ -287,7 +291,8 @@ def test_smoke_run_in_the_sandbox_stops_a_failing_program_before_the_full_pass()
 
 def test_checks_switched_off_change_nothing():
     missing_math = MODEL.read_text().replace("import math\n", "")
-    prompts, evaluator = make_cwmb_world("CartPole-v1", assist=AssistConfig(checks=False))
+    world = make_cwmb_world("CartPole-v1", assist=AssistConfig(checks=False))
+    prompts, evaluator = world.prompts, world.evaluator
     assert evaluator.prepare(missing_math) == (missing_math, [])
     evaluation = evaluator.evaluate(missing_math)
     assert evaluation.buggy and "stage" not in evaluation.report and "math" in evaluation.feedback
@@ -335,7 +340,8 @@ def test_improve_prompt_shows_the_error_summary_with_component_names(tmp_path):
     good = MODEL.read_text()
     wrong = good.replace("TAU = 0.02", "TAU = 0.03")
     # no constant fit: it would correct TAU before any improve call
-    prompts, evaluator = make_cwmb_world("CartPole-v1", assist=AssistConfig(fit_constants=False))
+    world = make_cwmb_world("CartPole-v1", assist=AssistConfig(fit_constants=False))
+    prompts, evaluator = world.prompts, world.evaluator
     llm = ScriptedLLM([fence(wrong), fence(good)])
     run_dir = RunDir(tmp_path / "run")
     run_dir.init(RunSpec("worldcoder"))
@@ -347,7 +353,8 @@ def test_improve_prompt_shows_the_error_summary_with_component_names(tmp_path):
     user = improve["messages"][1]["content"]
     assert "- cart_position (state[0]): wrong in" in user and "Example (" in user
     assert improve["messages"][-1]["content"].startswith("```python\n")
-    off_prompts, off_evaluator = make_cwmb_world("CartPole-v1", assist=AssistConfig(error_summary=False))
+    world = make_cwmb_world("CartPole-v1", assist=AssistConfig(error_summary=False))
+    off_prompts, off_evaluator = world.prompts, world.evaluator
     off = off_evaluator.evaluate(wrong)
     assert off.feedback.startswith("transition ")
     message = off_prompts.messages(Request(call=1, action=IMPROVE, parent=0, program=wrong,
@@ -377,7 +384,7 @@ def test_switches_are_config_fields_and_older_run_dirs_still_load(tmp_path, caps
     capsys.readouterr()
     assert main(["show", str(out)]) == 0
     assert "best score 1.0000" in capsys.readouterr().out
-    from codeworld.synthesis.config import GifMctsConfig
+    from codeworld.synthesis import GifMctsConfig
     from codeworld.synthesis.registry import config_from_json
 
     assert config_from_json(GifMctsConfig, meta["config"]).assist == AssistConfig()

@@ -83,17 +83,13 @@ def test_no_fit_switches_off_the_fit_in_the_search_too(tmp_path):
 
 def test_a_class_form_best_program_is_planned_with_through_its_kept_port(tmp_path):
     from codeworld.synthesis.fakes import ScriptedLLM
-    from codeworld.synthesis import GifMcts, GifMctsConfig, RunDir, RunSpec, synthesize
     from codeworld.synthesis.config import FinishConfig
     from codeworld.synthesis.cwmb import make_cwmb_world
+    from codeworld.synthesis.run import Run
 
     class_form = (MODEL.parent / "cartpole_class.py").read_text()
-    prompts, evaluator = make_cwmb_world("CartPole-v1")
-    run_dir = RunDir(tmp_path / "run")
-    run_dir.init(RunSpec("gif-mcts"))
-    result = synthesize(GifMcts(GifMctsConfig(), seed=0), llm=ScriptedLLM([f"```python\n{class_form}```"]),
-                        prompts=prompts, evaluator=evaluator, budget=1, run_dir=run_dir,
-                        finish=FinishConfig(fit_constants=False))
+    run = Run.start(tmp_path / "run", "gif-mcts", finish=FinishConfig(fit_constants=False), budget=1)
+    result = run.execute(make_cwmb_world("CartPole-v1"), ScriptedLLM([f"```python\n{class_form}```"]))
     assert "class Environment" in result.best_program
     assert result.fast_program is not None and "class Environment" not in result.fast_program
     assert result.program_to_plan_with == result.fast_program

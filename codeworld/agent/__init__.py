@@ -11,7 +11,8 @@ from codeworld.agent.envs import FAMILIES, ObjectEnv, list_levels, make_object_e
 from codeworld.agent.evaluate import AgentEvaluator, ModelCheck
 from codeworld.agent.loop import LevelResult, Milestone, WorldCoderAgent, nearest_missions
 from codeworld.agent.minigrid_env import MiniGridEnv
-from codeworld.agent.model import AgentModelError, check_agent_source, normalize_state, state_key
+from codeworld.agent.model import AgentModelError, check_agent_source
+from codeworld.synthesis.objects import normalize_state, state_key
 from codeworld.agent.sokoban import GeneratorConfig, SokobanEnv, generate_level
 
 __all__ = [

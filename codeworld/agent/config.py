@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from codeworld.synthesis.config import RexConfig, SamplingConfig
+from codeworld.synthesis.config import SamplingConfig
+from codeworld.synthesis.rex import RexConfig
 
 
 @dataclass(frozen=True)
@@ -29,6 +30,11 @@ class AgentConfig:
         eval_timeout_s: wall-clock limit of one sandbox request (checking a program on the data
             and planning over it); past it that program counts as failed, the agent goes on.
         prompt_examples: recorded transitions shown in a *generate* prompt.
+        assists: the synthesis core's help for every rewrite, built from the recorded states and
+            transitions (`codeworld.synthesis.objects`): the state's schema and a data section in
+            the prompts, a skeleton to start from, static checks and mechanical repairs before a
+            program runs, and answers that copy the skeleton or an earlier program recognised.
+            Off: the prompts show the description and a few transitions only.
         keep_going_after_success: keep acting after reliable success until `max_env_steps`
             (off: the level ends at reliable success).
         rex: REx's settings (C = 5, the REx paper's value).
@@ -48,6 +54,7 @@ class AgentConfig:
     plan_max_depth: int = 60
     eval_timeout_s: float = 30.0
     prompt_examples: int = 4
+    assists: bool = True
     keep_going_after_success: bool = False
     rex: RexConfig = field(default_factory=RexConfig)
     sampling: SamplingConfig = field(default_factory=lambda: SamplingConfig(temperature=0.7,

@@ -14,11 +14,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from codeworld.agent.model import AgentModelError, check_agent_source
 from codeworld.agent.ops import op_evaluate
-from codeworld.agent.model import AgentModelError, check_agent_source, state_diff
-from codeworld.agent.prompting import compact
 from codeworld.sandbox import Sandbox
-from codeworld.synthesis.types import ProgramEvaluation
+from codeworld.synthesis.checks import StaticProblem, format_problems
+from codeworld.synthesis.objects import FUNCTIONS, compact, object_problems, state_diff
+from codeworld.synthesis.repairs import repair
+from codeworld.synthesis.types import Evaluator, ProgramEvaluation
 
 
 
@@ -80,7 +82,7 @@ class ModelCheck:
                           for p in self.plans]}
 
 
-class AgentEvaluator:
+class AgentEvaluator(Evaluator):
     """Checks programs against the agent's data and start states, in one sandbox.
 
     Args:
@@ -92,11 +94,14 @@ class AgentEvaluator:
         optimism: whether the optimism objective counts.
         max_nodes, max_depth: the planner's limits.
         timeout_s: wall-clock limit of one check.
+        schema: the state's schema (`codeworld.synthesis.objects.state_schema`): with it, the
+            synthesis core's assists are on: mechanical repairs (`prepare`) and static checks
+            against the contract and the schema before a program runs. None: neither.
     """
 
     def __init__(self, sandbox: Sandbox, data: list[dict], starts: list[dict], n_actions: int,
                  action_names: tuple[str, ...], *, optimism: bool, max_nodes: int, max_depth: int,
-                 timeout_s: float):
+                 timeout_s: float, schema: list | None = None):
         self.sandbox = sandbox
         self.data = data
         self.starts = starts
@@ -106,14 +111,25 @@ class AgentEvaluator:
         self.max_nodes = max_nodes
         self.max_depth = max_depth
         self.timeout_s = timeout_s
+        self.schema = schema
         self.checks: list[ModelCheck] = []
 
+    def prepare(self, program: str, parent: str = "") -> tuple[str, list[dict]]:
+        """The program after the synthesis core's mechanical repairs (with the assists on)."""
+        if self.schema is None:
+            return program, []
+        repaired, repairs = repair(program, parent, FUNCTIONS)
+        return repaired, [r.to_json() for r in repairs]
+
     def check(self, source: str) -> ModelCheck:
-        """Check one program (in the sandbox)."""
+        """Check one program (in the sandbox), after the static checks when the assists are on."""
+        problems = object_problems(source, self.schema) if self.schema is not None else []
         try:
             check_agent_source(source)
         except AgentModelError as exc:
-            result = ModelCheck("invalid", str(exc))
+            problems = problems or [StaticProblem(exc.line, str(exc), "no_model")]
+        if problems:
+            result = ModelCheck("invalid", format_problems(problems, source))
             self.checks.append(result)
             return result
         starts = self.starts if self.optimism else []

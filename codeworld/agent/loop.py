@@ -18,24 +18,27 @@ Everything runs through one sandbox: no generated code runs in this process.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
+import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from codeworld.agent.config import AgentConfig
 from codeworld.agent.envs import ObjectEnv
 from codeworld.agent.evaluate import AgentEvaluator, ModelCheck
-from codeworld.agent.model import normalize_state
+from codeworld.synthesis.objects import (effects_text, normalize_state, schema_text, skeleton_program,
+                                         state_schema)
 from codeworld.agent.ops import op_evaluate, op_plan
 from codeworld.agent.prompting import AgentPrompts, PromptContext
 from codeworld.sandbox import Sandbox, SandboxLimits
 from codeworld.synthesis.rex import PoolEntry, Rex
-from codeworld.synthesis.run_dir import RunDir, write_atomic
-from codeworld.synthesis.run_spec import RunSpec
-from codeworld.synthesis.runner import synthesize
+from codeworld.synthesis.run import Run
+from codeworld.synthesis.run_dir import write_atomic
+from codeworld.synthesis.types import World
 
 
 class SeededRex(Rex):
@@ -127,16 +130,24 @@ class WorldCoderAgent:
         llm: anything with ``complete(messages, **sampling)`` (`codeworld.llm.make_llm`, or a
             scripted LLM in tests).
         config: the agent's settings.
-        run_dir: where to write the run (levels, rewrites, programs, accounting); None: nowhere.
+        run_dir: where to write the run (levels, rewrites, programs, accounting); None: a
+            temporary directory, removed by `close`.
         limits: the sandbox's limits (its timeout is replaced per request by
             ``config.eval_timeout_s``).
+        progress: called with a small dict after each LLM call (``"event": "call"``, as
+            `codeworld.synthesis.runner.synthesize` reports it, plus the level), each rewrite
+            (``"rewrite"``) and each episode (``"episode"``).
     """
 
     def __init__(self, llm: Any, config: AgentConfig | None = None, run_dir: str | Path | None = None,
-                 limits: SandboxLimits | None = None):
+                 limits: SandboxLimits | None = None,
+                 progress: Callable[[dict], None] | None = None):
         self.llm = llm
+        self.llm_name = str(getattr(llm, "spec", None) or type(llm).__name__)
         self.config = config or AgentConfig()
-        self.run_dir = Path(run_dir) if run_dir is not None else None
+        # every rewrite is a synthesis run with its directory: a temporary one when none is given
+        self._scratch = tempfile.TemporaryDirectory(prefix="codeworld-agent-") if run_dir is None else None
+        self.run_dir = Path(run_dir) if run_dir is not None else Path(self._scratch.name)
         self.sandbox = Sandbox(limits or SandboxLimits(seccomp=True))
         self.rng = random.Random(self.config.seed)
         self.program: str | None = None
@@ -146,11 +157,18 @@ class WorldCoderAgent:
         self.level_index = 0
         self.family: str | None = None
         self.results: list[LevelResult] = []
+        self.progress = progress
+
+    def _report(self, event: str, **fields: Any) -> None:
+        if self.progress is not None:
+            self.progress({"event": event, **fields})
 
     # ------------------------------------------------------------------ lifecycle
 
     def close(self) -> None:
         self.sandbox.close()
+        if self._scratch is not None:
+            self._scratch.cleanup()
 
     def __enter__(self) -> "WorldCoderAgent":
         return self
@@ -166,11 +184,19 @@ class WorldCoderAgent:
 
     # ------------------------------------------------------------------ model checks
 
+    def _schema(self, starts: list[dict]) -> list | None:
+        """The state's schema from every state seen (None with the assists off)."""
+        if not self.config.assists:
+            return None
+        states = [s["state"] for s in starts] + [t["next_state"] for t in self.data]
+        return state_schema(states)
+
     def _evaluator(self, env: ObjectEnv, starts: list[dict]) -> AgentEvaluator:
         c = self.config
         return AgentEvaluator(self.sandbox, self.data, starts, env.n_actions, env.action_names,
                               optimism=c.optimism, max_nodes=c.plan_max_nodes,
-                              max_depth=c.plan_max_depth, timeout_s=c.eval_timeout_s)
+                              max_depth=c.plan_max_depth, timeout_s=c.eval_timeout_s,
+                              schema=self._schema(starts))
 
     def check(self, env: ObjectEnv, starts: list[dict], program: str | None = None) -> ModelCheck:
         """Check a program (default: the current one) on all data and from ``starts``."""
@@ -208,17 +234,23 @@ class WorldCoderAgent:
             current = evaluator.evaluate(self.program)
             current_score = current.score
             search.seed_program(self.program, current.score, current.buggy, current.feedback)
-        prompts = AgentPrompts(PromptContext(env.description, tuple(env.action_names),
-                                             self._missions_text(mission), self.data,
-                                             c.prompt_examples))
-        run = None
-        if self.run_dir is not None:
-            run = RunDir(self.run_dir / "rewrites" / f"{index:04d}")
-            run.init(RunSpec.new("worldcoder-agent-rewrite", seed=c.seed + index,
-                                 extra={"level": env.name, "reason": reason, "mission": mission,
-                                        "data": len(self.data), "optimism": c.optimism}))
-        out = synthesize(search, llm=self.llm, prompts=prompts, evaluator=evaluator, budget=budget,
-                         run_dir=run, seed=c.seed + 1000 * index, sampling=c.sampling)
+        context = PromptContext(env.description, tuple(env.action_names),
+                                self._missions_text(mission), self.data, c.prompt_examples)
+        if evaluator.schema is not None:
+            n_states = len(starts) + len(self.data)
+            context.schema = schema_text(evaluator.schema, n_states)
+            context.effects = effects_text(self.data, tuple(env.action_names))
+            context.skeleton = evaluator.skeleton = skeleton_program(evaluator.schema)
+            evaluator.detect_copies = True
+        prompts = AgentPrompts(context)
+        run = Run.start(self.run_dir / "rewrites" / f"{index:04d}", "worldcoder",
+                        dataclasses.replace(c.rex, sampling=c.sampling), llm=self.llm_name,
+                        budget=budget, seed=c.seed + index,
+                        extra={"level": env.name, "reason": reason, "mission": mission,
+                               "data": len(self.data), "optimism": c.optimism})
+        calls = None if self.progress is None else (
+            lambda e: self._report("call", level=env.name, rewrite=index, **e))
+        out = run.execute(World(prompts, evaluator), self.llm, search=search, progress=calls)
         acc = out.accounting
         result.llm_calls += acc.calls
         result.prompt_tokens += acc.prompt_tokens
@@ -235,6 +267,9 @@ class WorldCoderAgent:
                                 "tokens": acc.tokens, "accepted": accepted,
                                 "scores": [h["score"] for h in out.history],
                                 "statuses": [ch.status for ch in evaluator.checks]})
+        self._report("rewrite", level=env.name, **result.rewrites[-1], llm_calls=result.llm_calls,
+                     level_tokens=result.tokens, best=max(out.history[-1]["best"], 0.0)
+                     if out.history else None, run_dir=str(run.run_dir.path))
         return accepted
 
     def plan(self, env: ObjectEnv, state: dict, mission: str, result: LevelResult) -> dict | None:
@@ -319,6 +354,7 @@ class WorldCoderAgent:
         result.episode_log.append({"episode": result.episodes, "seed": seed, "steps": steps,
                                    "success": success, "contradictions": contradictions,
                                    "env_steps": result.env_steps, "llm_calls": result.llm_calls})
+        self._report("episode", level=env.name, **result.episode_log[-1], tokens=result.tokens)
         return success
 
     def run_level(self, env: ObjectEnv, seeds: list[int] | None = None) -> LevelResult:

@@ -13,7 +13,8 @@ import math
 from collections import deque
 from typing import Callable
 
-from codeworld.agent.model import check_agent_source, copy_state, normalize_state, state_key
+from codeworld.agent.model import check_agent_source
+from codeworld.synthesis.objects import copy_state, normalize_state, state_key
 from codeworld.model import exec_candidate
 from codeworld.sandbox.ops import candidate_error
 

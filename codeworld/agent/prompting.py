@@ -8,11 +8,10 @@ wrong (mispredicted transitions, or a goal the planner cannot reach), *fix* the 
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from codeworld.agent.model import normalize_state, state_diff
+from codeworld.synthesis.objects import compact, state_diff
 from codeworld.llm import extract_code
 from codeworld.llm.extract import CodeExtractionError
 from codeworld.llm.prompts import render
@@ -24,11 +23,6 @@ PROMPT_DIR = Path(__file__).resolve().parent / "prompts"
 def render_agent(name: str, **values: object) -> list[dict]:
     """Chat messages of the agent's template ``name`` filled with ``values`` (all must be used)."""
     return render(name, PROMPT_DIR, **values)
-
-
-def compact(value: object) -> str:
-    """A state as one line of JSON."""
-    return json.dumps(normalize_state(value), separators=(", ", ": "))
 
 
 def describe_transition(t: dict, action_names: tuple[str, ...]) -> str:
@@ -57,13 +51,28 @@ def pick_examples(data: list[dict], limit: int) -> list[dict]:
 
 @dataclass
 class PromptContext:
-    """What every prompt shows besides the program: the environment, actions, missions, data."""
+    """What every prompt shows besides the program: the environment, actions, missions, data.
+
+    Attributes:
+        description: the environment's rules in prose.
+        action_names: the name of each action.
+        missions: the current mission and the nearest known ones.
+        data: the recorded transitions.
+        examples: recorded transitions a *generate* prompt shows in full.
+        schema: what a state holds (`codeworld.synthesis.objects.schema_text`); "" for none.
+        effects: what the data show, per action (`codeworld.synthesis.objects.effects_text`);
+            "" for none.
+        skeleton: the program a *generate* prompt starts from; "" for none.
+    """
 
     description: str
     action_names: tuple[str, ...]
     missions: str
     data: list[dict]
     examples: int = 4
+    schema: str = ""
+    effects: str = ""
+    skeleton: str = ""
 
 
 class AgentPrompts:
@@ -77,20 +86,27 @@ class AgentPrompts:
         self.context = context
 
     def _common(self) -> dict:
-        actions = ", ".join(f"{i} = {n}" for i, n in enumerate(self.context.action_names))
-        return {"description": self.context.description, "actions": actions,
-                "missions": self.context.missions}
+        c = self.context
+        actions = ", ".join(f"{i} = {n}" for i, n in enumerate(c.action_names))
+        return {"description": c.description, "actions": actions, "missions": c.missions,
+                "schema": c.schema or "(see the transitions below)"}
 
     def messages(self, request: Request) -> list[dict]:
+        c = self.context
         if request.action == GENERATE:
-            shown = pick_examples(self.context.data, self.context.examples)
-            examples = "\n\n".join(describe_transition(t, self.context.action_names) for t in shown)
-            return render_agent("generate", examples=examples or "(none yet)", **self._common())
+            shown = pick_examples(c.data, c.examples)
+            examples = "\n\n".join(describe_transition(t, c.action_names) for t in shown)
+            start = (f"Start from this program, which is well formed but predicts that nothing "
+                     f"changes:\n\n```python\n{c.skeleton.rstrip()}\n```" if c.skeleton else "")
+            return render_agent("generate", examples=examples or "(none yet)",
+                                effects=c.effects or "(nothing recorded yet)", start=start,
+                                **self._common())
         if request.action == FIX:
             return render_agent("fix", program=request.program.rstrip("\n"),
                                 error=request.feedback or "(no message)", **self._common())
         return render_agent("improve", program=request.program.rstrip("\n"),
-                            problems=request.feedback or "(no details)", **self._common())
+                            problems=request.feedback or "(no details)",
+                            effects=c.effects or "(nothing recorded yet)", **self._common())
 
     def program(self, request: Request, completion_text: str) -> str | None:
         try:

@@ -1,65 +1,127 @@
 """``codeworld agent LEVEL...``: run the WorldCoder agent on a curriculum of levels.
 
-Levels are ``sokoban:NAME``, ``sokoban:gen:SEED`` or ``minigrid:NAME`` (see
-`codeworld.agent.list_levels`). The run directory gets the accounting, each level's final model,
-transitions and rewrites (every prompt, completion and program check).
+Levels are ``FAMILY:NAME`` or ``FAMILY:gen:SEED`` (see `codeworld.agent.list_levels`). While it
+runs the command prints a line per LLM call, per rewrite and per episode; at the end a line per
+level. The run directory gets the accounting, each level's final model, transitions and rewrites
+(each a synthesis run directory: every prompt, completion and program check); ``codeworld show``
+reads it.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime as _dt
-import json
 import sys
+import time
 from pathlib import Path
+
+# flag -> (AgentConfig field, type, help); each default is the dataclass's own
+_NUMBERS = {
+    "--max-env-steps": ("max_env_steps", int, "environment steps per level"),
+    "--max-llm-calls": ("max_llm_calls", int, "LLM calls per level"),
+    "--rewrite-calls": ("rewrite_calls", int, "LLM calls per rewrite"),
+    "--reliable": ("reliable_successes", int, "successes in a row that end a level"),
+    "--epsilon": ("epsilon", float, "random-action probability"),
+}
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    from codeworld.agent import AgentConfig
+    from codeworld.agent.envs import FAMILIES
     from codeworld.llm import add_llm_arguments
 
+    defaults = AgentConfig()
     parser = subparsers.add_parser(
-        "agent", help="learn a world model online by acting (WorldCoder) on MiniGrid or Sokoban",
+        "agent", help="learn a world model online by acting (WorldCoder) on "
+                      + ", ".join(sorted(FAMILIES)) + " levels",
         description="Run the WorldCoder agent on levels in order (a curriculum): it acts, rewrites "
                     "its world model with REx when data contradicts it, and (with optimism) "
                     "requires that a planner on the model reaches the mission's reward.")
     parser.add_argument("levels", nargs="+", metavar="FAMILY:LEVEL",
-                        help="e.g. minigrid:empty minigrid:doorkey sokoban:corridor sokoban:gen:3")
+                        help="e.g. minigrid:empty minigrid:doorkey sokoban:corridor sokoban:gen:3 "
+                             f"(families: {', '.join(sorted(FAMILIES))})")
     parser.add_argument("--no-optimism", action="store_true", help="data consistency only")
     parser.add_argument("--no-transfer", action="store_true", help="start every level from nothing")
-    parser.add_argument("--max-env-steps", type=int, default=300, help="per level (default 300)")
-    parser.add_argument("--max-llm-calls", type=int, default=20, help="per level (default 20)")
-    parser.add_argument("--rewrite-calls", type=int, default=4, help="per rewrite (default 4)")
-    parser.add_argument("--reliable", type=int, default=10,
-                        help="successes in a row that end a level (default 10)")
-    parser.add_argument("--epsilon", type=float, default=0.1, help="random-action probability")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--no-assists", action="store_true",
+                        help="rewrites without the schema, data section, skeleton, checks and repairs")
+    for flag, (name, kind, text) in _NUMBERS.items():
+        parser.add_argument(flag, type=kind, default=None,
+                            help=f"{text} (default {getattr(defaults, name):g})")
+    parser.add_argument("--seed", type=int, default=None, help=f"seed (default {defaults.seed})")
     parser.add_argument("--out", default=None, metavar="RUN_DIR",
                         help="run directory (default runs/agent-TIME)")
+    parser.add_argument("--quiet", action="store_true", help="no progress lines")
     add_llm_arguments(parser)
     parser.set_defaults(func=run)
 
 
+def progress_printer(stream=None, started: float | None = None):
+    """A line per LLM call, rewrite and episode of an agent run."""
+    stream = stream or sys.stdout
+    started = time.perf_counter() if started is None else started
+
+    def show(e: dict) -> None:
+        clock = f"{time.perf_counter() - started:6.0f}s"
+        if e["event"] == "call":
+            status = "buggy" if e["buggy"] else f"{e['score']:.3f}"
+            copy = f"  (a copy of {e['duplicate_of']})" if e.get("duplicate_of") is not None else ""
+            line = (f"    call {e['call'] + 1}/{e['budget']} {e['action']:<8} -> {status:<6} "
+                    f"best {e['best']:.3f}  tokens {e['tokens']:,}{copy}")
+        elif e["event"] == "rewrite":
+            verdict = "accepted" if e["accepted"] else "not accepted"
+            line = (f"  {e['level']}: rewrite {e['index'] + 1} ({e['reason']}) after "
+                    f"{e['env_steps']} steps: {e['calls']} calls, {verdict}; level total "
+                    f"{e['llm_calls']} calls, {e['level_tokens']:,} tokens")
+        else:
+            outcome = "success" if e["success"] else "no success"
+            line = (f"  {e['level']}: episode {e['episode'] + 1}: {outcome} in {e['steps']} steps"
+                    f" ({e['contradictions']} contradictions); level total {e['env_steps']} steps, "
+                    f"{e['llm_calls']} calls")
+        print(f"{line}  {clock}", file=stream, flush=True)
+
+    return show
+
+
+def _milestone(m: dict | None) -> str:
+    return "-" if m is None else f"{m['env_steps']} steps, {m['llm_calls']} calls, {m['tokens']:,} tokens"
+
+
 def run(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
     from codeworld.agent import AgentConfig, WorldCoderAgent, make_object_env
     from codeworld.agent.loop import summary_row
-    from codeworld.llm import llm_from_args
-
-    from codeworld.llm import LLMError
+    from codeworld.llm import LLMError, llm_from_args
 
     try:
         envs = [make_object_env(level) for level in args.levels]
         out = Path(args.out or f"runs/agent-{_dt.datetime.now():%Y%m%d-%H%M%S}")
-        config = AgentConfig(optimism=not args.no_optimism, transfer=not args.no_transfer,
-                             epsilon=args.epsilon, max_env_steps=args.max_env_steps,
-                             max_llm_calls=args.max_llm_calls, rewrite_calls=args.rewrite_calls,
-                             reliable_successes=args.reliable, seed=args.seed)
+        given = {name: getattr(args, flag[2:].replace("-", "_")) for flag, (name, _, _) in _NUMBERS.items()}
+        given["seed"] = args.seed
+        config = replace(AgentConfig(optimism=not args.no_optimism, transfer=not args.no_transfer,
+                                     assists=not args.no_assists),
+                         **{k: v for k, v in given.items() if v is not None})
         llm = llm_from_args(args, run_dir=str(out))
     except (KeyError, ValueError, LLMError, OSError) as exc:  # a level, a number, an LLM spec
         print(f"codeworld agent: {exc.args[0] if exc.args else exc}", file=sys.stderr)
         return 2
-    with WorldCoderAgent(llm, config, run_dir=out) as agent:
-        for env in envs:
-            row = summary_row(agent.run_level(env))
-            print(json.dumps(row), flush=True)
-    print(f"run directory: {out}")
+    print(f"codeworld agent: {', '.join(args.levels)} with {args.llm}; optimism "
+          f"{'on' if config.optimism else 'off'}, transfer {'on' if config.transfer else 'off'}\n"
+          f"  run directory: {out}", flush=True)
+    try:
+        with llm, WorldCoderAgent(llm, config, run_dir=out,
+                                  progress=None if args.quiet else progress_printer()) as agent:
+            for env in envs:
+                row = summary_row(agent.run_level(env))
+                print(f"{row['level']}: {row['successes']} successes in {row['episodes']} episodes, "
+                      f"{row['env_steps']} steps, {row['llm_calls']} calls, {row['tokens']:,} tokens;"
+                      f" first success: {_milestone(row['first_success'])}; reliable: "
+                      f"{_milestone(row['reliable_success'])}", flush=True)
+    except LLMError as exc:
+        print(f"codeworld agent: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"\ninterrupted; what was done is in {out}", file=sys.stderr)
+        return 130
+    print(f"run directory: {out}  (inspect with: codeworld show {out})")
     return 0

@@ -106,39 +106,32 @@ def run(args: argparse.Namespace) -> int:
 
 def synthesize_step(args, env_id: str, out: Path, table: _Table, started: float):
     """GIF-MCTS into ``out`` (resumed when it already holds a run)."""
+    from codeworld.commands.runs import progress_printer
     from codeworld.envs import get_spec
     from codeworld.llm import LLMError, make_llm
-    from codeworld.synthesis import (GifMcts, GifMctsConfig, RunDir, RunSpec, RunStatus,
-                                     SamplingConfig, synthesize)
+    from codeworld.synthesis import GifMctsConfig, SamplingConfig
     from codeworld.synthesis.config import FinishConfig
-    from codeworld.commands.synthesize import progress_printer
     from codeworld.synthesis.cwmb import make_run_world
+    from codeworld.synthesis.run import Run
 
     spec = get_spec(env_id)
-    run_dir = RunDir(out)
-    config = GifMctsConfig(sampling=SamplingConfig(**DEMO_SAMPLING))
-    run_spec = run_dir.begin(RunSpec.new("gif-mcts", config, env_id=spec.env_id, llm=args.llm,
-                                         budget=args.budget, seed=args.seed, mode="sound",
-                                         buffer=None, timeout_s=PROGRAM_TIMEOUT_S))
-    prompts, evaluator = make_run_world(run_dir, run_spec, config.assist)
+    run = Run.start(out, "gif-mcts", GifMctsConfig(sampling=SamplingConfig(**DEMO_SAMPLING)),
+                    finish=FinishConfig(), continue_existing=True, env_id=spec.env_id,
+                    llm=args.llm, budget=args.budget, seed=args.seed, mode="sound", buffer=None,
+                    timeout_s=PROGRAM_TIMEOUT_S)
+    world = make_run_world(run)
     if args.llm == "local":
         print("  preparing the embedded model (the first time joins and checks ~1.1 GB)...",
               flush=True)
     try:
         with make_llm(args.llm, run_dir=str(out)) as llm:
-            result = synthesize(GifMcts(config, seed=args.seed), llm=llm, prompts=prompts,
-                                evaluator=evaluator, budget=args.budget, run_dir=run_dir,
-                                seed=args.seed, sampling=config.sampling,
-                                progress=progress_printer(args.budget),
-                                time_limit_s=max(0.0, 60 * args.time_limit
-                                                 - (time.perf_counter() - started)),
-                                finish=FinishConfig())
+            result = run.execute(world, llm, progress=progress_printer(args.budget),
+                                 time_limit_s=max(0.0, 60 * args.time_limit
+                                                  - (time.perf_counter() - started)))
     except (LLMError, OSError) as exc:
-        run_dir.set_status(RunStatus.INTERRUPTED)
         table.missing.append(f"synthesis stopped: {exc}")
         return None
     acc = result.accounting
-    run_dir.set_status(RunStatus.ended(acc.stopped_by_time_limit))
     limit = (f", stopped at the {args.time_limit:g}-minute limit" if acc.stopped_by_time_limit
              else "")
     table.add("LLM calls", f"{acc.calls} of {args.budget} ({acc.cached_calls} from cache, "

@@ -440,22 +440,26 @@ def tree_nodes(tree: dict) -> list[dict]:
     """The programs of a run as ``{call, parent_call, action, score, buggy, ...}`` records.
 
     ``parent_call`` is the call that wrote the parent program, or -1 for the root (the empty
-    program of GIF-MCTS, "from scratch" for REx and zero-shot). Pending nodes are left out.
+    program of GIF-MCTS, "from scratch" for REx and zero-shot). The records are the search's
+    method-neutral ``programs`` (`codeworld.synthesis.types.Search.programs`), with what a
+    GIF-MCTS tree or a REx pool adds (value, visits, refinements); runs saved before searches
+    wrote them are read from the tree or pool. Pending nodes are left out.
     """
-    out = []
-    if "nodes" in tree:
-        for node in tree["nodes"]:
-            if node["id"] == 0 or node.get("pending"):
-                continue
-            out.append({"call": node["id"] - 1, "parent_call": node["parent"] - 1,
-                        "action": node["action"], "score": node["score"], "buggy": node["buggy"],
-                        "value": node.get("value"), "visits": node.get("visits"),
-                        "dead": node.get("dead", False)})
-    else:
-        for entry in tree.get("pool", []):
-            out.append({"call": entry["call"], "parent_call": entry["parent"],
-                        "action": entry["action"], "score": entry["score"],
-                        "buggy": entry["buggy"], "refined": entry.get("refined")})
+    extra: dict[int, dict] = {}
+    for node in tree.get("nodes", []):
+        if node["id"] and not node.get("pending"):
+            extra[node["id"] - 1] = {"value": node.get("value"), "visits": node.get("visits"),
+                                     "dead": node.get("dead", False),
+                                     "parent_call": node["parent"] - 1, "action": node["action"],
+                                     "score": node["score"], "buggy": node["buggy"]}
+    for entry in tree.get("pool", []):
+        extra[entry["call"]] = {"refined": entry.get("refined"), "parent_call": entry["parent"],
+                                "action": entry["action"], "score": entry["score"],
+                                "buggy": entry["buggy"]}
+    programs = tree.get("programs")
+    if programs is None:  # a run from before the method-neutral records
+        programs = [{"call": call, **record} for call, record in extra.items() if call >= 0]
+    out = [{**extra.get(p["call"], {}), **p} for p in programs]
     out.sort(key=lambda n: n["call"])
     return out
 

@@ -1,11 +1,12 @@
-"""``codeworld show RUN_DIR``: summarize a synthesis run and write its report page.
+"""``codeworld show RUN_DIR``: summarize a synthesis run (or an agent run) and write its report page.
 
 The summary gives the best score after each call, the mix of actions (and how many of each gave
 a buggy program), the accounting and the path of the best program. The report page
 (``report.html`` in the run directory unless ``--html`` says otherwise; ``--open`` opens it) is
 built by `codeworld.commands.report_page`: the score against calls, the search tree, each call's
 program, prompt and answer, the best program, its mispredicted transitions, repairs, fits and
-planning returns.
+planning returns. An agent run (``codeworld agent``) is summarized per level and per rewrite;
+each rewrite is a synthesis run of its own (``RUN_DIR/rewrites/NNNN``) that ``show`` reads too.
 """
 
 from __future__ import annotations
@@ -15,13 +16,14 @@ import json
 import sys
 from pathlib import Path
 
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "show", help="summarize a synthesis run and write its report page",
         description="Print a run's best score per call, action mix and best program; write a "
                     "report page (report.html: score against calls, the search tree, each "
                     "call's prompt and answer, the best program, repairs, fits, planning).")
-    parser.add_argument("run_dir", help="a directory written by `codeworld synthesize`")
+    parser.add_argument("run_dir", help="a directory written by `codeworld synthesize`, `demo` or `agent`")
     parser.add_argument("--html", default=None, metavar="PATH",
                         help="where to write the report page (default RUN_DIR/report.html)")
     parser.add_argument("--no-picture", action="store_true", help="print the summary only")
@@ -49,7 +51,7 @@ def format_summary(summary: dict) -> str:
         else:
             state += f" (call {best['call']})"
         lines.append(f"best score {state}: {best['path']}")
-        from codeworld.commands.synthesize import score_lines
+        from codeworld.commands.runs import score_lines
 
         lines.extend(line[2:] for line in score_lines(best.get("report") or {}))
     split = summary.get("split")
@@ -79,6 +81,8 @@ def run(args: argparse.Namespace) -> int:
     from codeworld.synthesis import RunDir
 
     path = Path(args.run_dir)
+    if not RunDir(path).exists() and (path / "levels").is_dir():
+        return _show_agent_run(path, args)
     if not RunDir(path).exists():
         print(f"codeworld show: {path} is not a run directory (no run.json)", file=sys.stderr)
         return 2
@@ -103,4 +107,57 @@ def run(args: argparse.Namespace) -> int:
         print(format_summary(summary))
         if picture is not None:
             print(f"report: {picture}")
+    return 0
+
+
+def agent_summary(path: Path) -> dict:
+    """An agent run as data: its config, a row per level, a record per rewrite."""
+    from codeworld.synthesis import RunDir
+
+    try:
+        accounting = json.loads((path / "accounting.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"{path / 'accounting.json'} cannot be read: {exc}") from None
+    rewrites = []
+    for folder in sorted((path / "rewrites").glob("[0-9]*")):
+        run_dir = RunDir(folder)
+        if not run_dir.exists():
+            continue
+        spec = run_dir.spec
+        tree = run_dir.read_json("tree.json") if (folder / "tree.json").is_file() else {}
+        programs = tree.get("programs") or []
+        rewrites.append({"index": int(folder.name), "level": spec.extra.get("level"),
+                         "reason": spec.extra.get("reason"), "status": str(spec.status),
+                         "calls": len(programs), "best": max((0.0 if p["buggy"] else p["score"]
+                                                               for p in programs), default=None),
+                         "run_dir": str(folder)})
+    return {"run_dir": str(path), "config": accounting.get("config", {}),
+            "levels": accounting.get("levels", []), "rewrites": rewrites}
+
+
+def _show_agent_run(path: Path, args: argparse.Namespace) -> int:
+    try:
+        summary = agent_summary(path)
+    except ValueError as exc:
+        print(f"codeworld show: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(summary, indent=2))
+        return 0
+    config = summary["config"]
+    lines = [f"{path}: WorldCoder agent run, optimism {config.get('optimism')}, transfer "
+             f"{config.get('transfer')}, seed {config.get('seed')}"]
+    lines.append("  level                 episodes  successes  steps  calls  tokens    first success      reliable")
+    for row in summary["levels"]:
+        def at(m):
+            return "-" if m is None else f"{m['env_steps']} st/{m['llm_calls']} calls"
+        lines.append(f"  {row['level']:<20}  {row['episodes']:>8}  {row['successes']:>9}  "
+                     f"{row['env_steps']:>5}  {row['llm_calls']:>5}  {row['tokens']:>7,}   "
+                     f"{at(row['first_success']):<17}  {at(row['reliable_success'])}")
+    lines.append("rewrites (each a synthesis run: codeworld show RUN_DIR/rewrites/NNNN):")
+    for r in summary["rewrites"]:
+        best = "-" if r["best"] is None else f"{r['best']:.3f}"
+        lines.append(f"  {r['index']:>4}  {r['level'] or '':<20}  {r['reason'] or '':<34} "
+                     f"{r['calls']} calls, best {best}")
+    print("\n".join(lines))
     return 0

@@ -18,11 +18,10 @@ from codeworld.experiments.executor import (
     make_executor,
     run_grid,
 )
-from codeworld.experiments.jobs import ABLATIONS, Job, grid, split_method
+from codeworld.experiments.jobs import Job, grid, split_method
 from codeworld.experiments.store import FAILED, FINISHED, ResultsStore
 
 __all__ = [
-    "ABLATIONS",
     "CWMB_JOB_DEFAULTS",
     "EXECUTORS",
     "FAILED",

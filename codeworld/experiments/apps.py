@@ -34,7 +34,7 @@ from typing import Any
 from codeworld.experiments.jobs import Job
 from codeworld.model import compile_candidate
 from codeworld.sandbox.ops import SandboxTimeout, candidate_error
-from codeworld.synthesis.types import FIX, GENERATE, IMPROVE, ProgramEvaluation, Request
+from codeworld.synthesis.types import FIX, GENERATE, IMPROVE, Evaluator, ProgramEvaluation, Request
 
 PROMPT_DIR = Path(__file__).resolve().parent / "prompts"
 FILENAME = "solution.py"
@@ -321,7 +321,7 @@ class AppsPrompts:
             return None
 
 
-class AppsEvaluator:
+class AppsEvaluator(Evaluator):
     """Scores a program by the fraction of the given tests it passes (in a sandbox).
 
     A program that raises or runs out of time on a test is buggy (the search then offers *fix*,
@@ -373,7 +373,8 @@ def run_apps_job(job: Job, workdir: str) -> dict:
     """Solve one APPS problem (``job.env_id`` is ``apps/<problem id>``) and judge it on all tests."""
     from codeworld.experiments.cwmb_job import job_config
     from codeworld.llm import make_llm
-    from codeworld.synthesis import RunDir, RunSpec, synthesize
+    from codeworld.synthesis.run import Run
+    from codeworld.synthesis.types import World
 
     options = {**APPS_JOB_DEFAULTS, **job.options}
     unknown = set(job.options) - set(APPS_JOB_DEFAULTS)
@@ -386,16 +387,15 @@ def run_apps_job(job: Job, workdir: str) -> dict:
     problems = {p.problem_id: p for p in load_problems(where)}
     problem = problems[problem_id]
     method, config = job_config(job, options)
-    run_dir = RunDir(Path(workdir) / "runs" / job.key)
-    if not run_dir.exists():
-        run_dir.init(RunSpec.new(method.name, llm=job.llm, budget=job.budget, seed=job.seed,
-                                 job=job.to_json(), extra={"problem": problem_id}))
+    run = Run.start(Path(workdir) / "runs" / job.key, method, config, continue_existing=True,
+                    llm=job.llm, budget=job.budget, seed=job.seed, job=job.to_json(),
+                    extra={"problem": problem_id})
     tests = search_tests(problem, float(options["search_fraction"]))
     started = time.perf_counter()
-    with make_llm(job.llm, run_dir=str(run_dir.path)) as llm:
-        result = synthesize(method.make(config, seed=job.seed), llm=llm, prompts=AppsPrompts(problem),
-                            evaluator=AppsEvaluator(problem, tests, float(options["timeout_s"])),
-                            budget=job.budget, run_dir=run_dir, seed=job.seed, sampling=config.sampling)
+    world = World(AppsPrompts(problem), AppsEvaluator(problem, tests, float(options["timeout_s"])))
+    with make_llm(job.llm, run_dir=str(run.run_dir.path)) as llm:
+        result = run.execute(world, llm)
+    run_dir = run.run_dir
     out: dict[str, Any] = {
         "problem_id": problem_id, "difficulty": problem.difficulty, "method": job.method,
         "n_tests": problem.n_tests, "search_tests": len(tests), "calls": result.accounting.calls,

@@ -114,26 +114,22 @@ def run_cwmb_job(job: Job, workdir: str) -> dict:
     """Synthesis, scoring and planning for one CWMB job (see the module docstring)."""
     from codeworld.envs import get_spec
     from codeworld.llm import make_llm
-    from codeworld.synthesis import RunDir, RunSpec, RunStatus, synthesize
     from codeworld.synthesis.cwmb import make_run_world
+    from codeworld.synthesis.run import Run
 
     started = time.perf_counter()
     options = job_options(job)
     spec = get_spec(job.env_id)
     method, config = job_config(job, options)
-    run_dir = RunDir(Path(workdir) / "runs" / job.key)
-    run_spec = run_dir.begin(RunSpec.new(
-        method.name, config, variant=job.method, env_id=spec.env_id, llm=job.llm,
-        budget=job.budget, seed=job.seed, mode=options["mode"], buffer=options["buffer"],
-        timeout_s=options["timeout_s"], job=job.to_json()))
-    prompts, evaluator = make_run_world(run_dir, run_spec, config.assist,
-                                        heldout_fraction=options["heldout"])
-    with make_llm(job.llm, run_dir=str(run_dir.path)) as llm:
-        result = synthesize(method.make(config, seed=job.seed), llm=llm, prompts=prompts,
-                            evaluator=evaluator, budget=job.budget, run_dir=run_dir,
-                            seed=job.seed, sampling=config.sampling,
-                            finish=finish_config(job, options))
-    run_dir.set_status(RunStatus.FINISHED)
+    run = Run.start(Path(workdir) / "runs" / job.key, method, config,
+                    finish=finish_config(job, options), continue_existing=True,
+                    variant=job.method, env_id=spec.env_id, llm=job.llm, budget=job.budget,
+                    seed=job.seed, mode=options["mode"], buffer=options["buffer"],
+                    timeout_s=options["timeout_s"], job=job.to_json())
+    world = make_run_world(run, heldout_fraction=options["heldout"])
+    with make_llm(job.llm, run_dir=str(run.run_dir.path)) as llm:
+        result = run.execute(world, llm)
+    run_dir, evaluator = run.run_dir, world.evaluator
     synthesis_seconds = time.perf_counter() - started
     acc = result.accounting
     out: dict[str, Any] = {

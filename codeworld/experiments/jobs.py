@@ -15,41 +15,22 @@ from typing import Any, Iterable, Mapping
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._+=-]+")
 
-# Method variants for ablations: the name after the slash switches one thing off. The first three
-# are the paper's Table 6 (one kind of GIF-MCTS action); the others switch off one of codeworld's
-# aids to a small model (the scaffold in the prompts, the static checks with the smoke run and the
-# mechanical repairs, the error summary in improve prompts, the constant fit after the search, the composition,
-# the data's fitted relations in the prompts, their nonlinear structure).
-# A ``finish.`` field belongs to the `FinishConfig` of the run, the others to the method's config.
-ABLATIONS: dict[str, dict[str, Any]] = {
-    "no-generate": {"allow_generate": False},
-    "no-improve": {"allow_improve": False},
-    "no-fix": {"allow_fix": False},
-    "no-scaffold": {"assist.scaffold": False},
-    "no-checks": {"assist.checks": False},
-    "no-summary": {"assist.error_summary": False},
-    "no-fit": {"assist.fit_constants": False, "finish.fit_constants": False},
-    "no-compose": {"finish.compose": False},
-    "no-relations": {"assist.relations": False},
-    # the data section off altogether, and on with plain linear fits only (no term library,
-    # clips, wraps, exceptions or reward formula)
-    "no-data": {"assist.relations": False},
-    "no-structure": {"assist.structure": False},
-}
-
-
 def split_method(method: str) -> tuple[str, dict[str, Any]]:
-    """A method name, possibly with an ablation variant (``"gif-mcts/no-fix"``), as (base, overrides).
+    """A method name, possibly with an ablation variant (``"gif-mcts/no-fix"``), as (base,
+    overrides); the variants are those the method declares (`codeworld.synthesis.Method.ablations`).
 
     Raises:
-        KeyError: an unknown variant.
+        KeyError: an unknown method or variant.
     """
+    from codeworld.synthesis import get_method
+
     base, _, variant = method.partition("/")
     if not variant:
         return base, {}
-    if variant not in ABLATIONS:
-        raise KeyError(f"unknown method variant {variant!r} of {base!r} (known: {', '.join(ABLATIONS)})")
-    return base, dict(ABLATIONS[variant])
+    ablations = get_method(base).ablations
+    if variant not in ablations:
+        raise KeyError(f"unknown method variant {variant!r} of {base!r} (known: {', '.join(ablations)})")
+    return base, dict(ablations[variant])
 
 
 @dataclass(frozen=True)

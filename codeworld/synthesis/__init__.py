@@ -6,10 +6,10 @@ saves a resumable `RunDir`, whose ``run.json`` is a `RunSpec`. Methods are looke
 `METHODS`.
 """
 
-from codeworld.synthesis.config import AssistConfig, GifMctsConfig, RexConfig, SamplingConfig, ZeroShotConfig
-from codeworld.synthesis.gif_mcts import GifMcts
+from codeworld.synthesis.config import AssistConfig, SamplingConfig
+from codeworld.synthesis.gif_mcts import GifMcts, GifMctsConfig
 from codeworld.synthesis.registry import METHODS, Method, get_method, register_method
-from codeworld.synthesis.rex import Rex, ZeroShot
+from codeworld.synthesis.rex import Rex, RexConfig, ZeroShot, ZeroShotConfig
 from codeworld.synthesis.run_dir import RunDir
 from codeworld.synthesis.run_spec import RunSpec, RunStatus
 from codeworld.synthesis.runner import RunDivergedError, SearchAccounting, SynthesisResult, synthesize

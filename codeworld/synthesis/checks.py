@@ -104,16 +104,7 @@ def static_problems(source: str, *, state_dim: int, discrete: bool, action_dim: 
             message = message[len(f"line {exc.line}: "):]
         return [StaticProblem(exc.line, message, "no_model")]
     tree = ast.parse(source)
-    problems: list[StaticProblem] = []
-    for msg in pyflakes_messages(tree):
-        name = type(msg).__name__
-        if name in _FATAL:
-            text = msg.message % msg.message_args
-            if name == "UndefinedName":
-                text = (f"the name '{msg.message_args[0]}' is used but never defined "
-                        "(define it before this line, or import it)")
-            problems.append(StaticProblem(msg.lineno, text, "undefined_name"))
-    problems += _randomness(tree)
+    problems = code_problems(tree)
     state_fn, state_param, action_fn, action_param = _contract_params(tree, info.form)
     n_word = f"exactly {state_dim} number{'s' if state_dim != 1 else ''}"
     if state_fn is not None and state_param and not _rebinds(state_fn, state_param):
@@ -152,6 +143,26 @@ def static_problems(source: str, *, state_dim: int, discrete: bool, action_dim: 
                     problems.append(StaticProblem(node.lineno, (
                         f"this unpacks the action into {count} names, but it holds {action_dim} "
                         f"value{'s' if action_dim != 1 else ''}"), "action_form"))
+    return unique_problems(problems, max_problems)
+
+
+def code_problems(tree: ast.Module) -> list[StaticProblem]:
+    """The problems of any program, whatever its contract: names pyflakes finds used but never
+    defined (and its other errors that raise when the line runs), and randomness."""
+    problems: list[StaticProblem] = []
+    for msg in pyflakes_messages(tree):
+        name = type(msg).__name__
+        if name in _FATAL:
+            text = msg.message % msg.message_args
+            if name == "UndefinedName":
+                text = (f"the name '{msg.message_args[0]}' is used but never defined "
+                        "(define it before this line, or import it)")
+            problems.append(StaticProblem(msg.lineno, text, "undefined_name"))
+    return problems + _randomness(tree)
+
+
+def unique_problems(problems: list[StaticProblem], max_problems: int) -> list[StaticProblem]:
+    """The problems in line order, each said once, at most ``max_problems``."""
     seen: set[tuple] = set()
     unique = []
     for p in sorted(problems, key=lambda p: (p.line or 0, p.kind)):

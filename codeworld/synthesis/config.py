@@ -1,12 +1,9 @@
-"""Frozen configurations of the synthesis methods, defaulting to the published values.
+"""The settings every synthesis method shares: sampling, the assists, the steps after the search.
 
-GIF-MCTS values are those of Dainese et al., "Generating Code World Models with Large Language
-Models Guided by Monte Carlo Tree Search" (NeurIPS 2024, arXiv 2405.15383) as restated in
-codeworld's DESIGN.md: UCT constant 0.1, priors for unexpanded actions 0.5 (generate), 0.55
-(improve), 0.5 (fix) each worth two observations, fix chains of at most 3 with temporary values
-0.99, 0.66, 0.33, then 0, and L = 2 new lines kept per generate step. REx values are those of
-Tang et al., "Code Repair with LLMs gives an Exploration-Exploitation Tradeoff" (arXiv
-2405.17503), used by WorldCoder: C = 5.
+Each method's own config lives beside its search (`codeworld.synthesis.gif_mcts.GifMctsConfig`,
+`codeworld.synthesis.rex.RexConfig`, `codeworld.synthesis.rex.ZeroShotConfig`) and holds a
+`SamplingConfig` and an `AssistConfig`; `ASSIST_ABLATIONS` are the variants every such method
+has.
 """
 
 from __future__ import annotations
@@ -104,112 +101,6 @@ class AssistConfig:
             raise ValueError("summary_examples must be non-negative")
 
 
-@dataclass(frozen=True)
-class GifMctsConfig:
-    """GIF-MCTS (generate, improve, fix) over programs; one simulation is one LLM call.
-
-    Attributes:
-        ucb_c: exploration constant of UCT, ``Q + c * sqrt(ln N(parent) / (n + 1))``; paper: 0.1.
-        prior_generate: initial value of an unexpanded *generate* action; paper: 0.5.
-        prior_improve: initial value of an unexpanded *improve* action; paper: 0.55.
-        prior_fix: initial value of an unexpanded *fix* action; paper: 0.5.
-        prior_count: how many observations each initial prior is worth in the running mean of
-            the values that expansions of that action type produced; paper: 2.
-        fix_limit: fixes tried in a row on a buggy program before it is given up (value 0);
-            paper: f = 3.
-        bug_values: the temporary value of a buggy node after 0, 1, ..., fix_limit failed fixes;
-            paper: 0.99, 0.66, 0.33, 0 (evenly spaced from 0.99 down to 0).
-        lines_per_generate: L, how many more lines of its program a generate node keeps for its
-            own generate children to continue; paper: 2.
-        allow_generate: ablation switch; off, only the root's first generate is offered.
-        allow_improve: ablation switch; off, no improve action is offered.
-        allow_fix: ablation switch; off, a buggy program is a dead end with value 0.
-        parallel: k, LLM calls issued at once per wave, with virtual loss in selection; 1 is the
-            paper's sequential algorithm.
-        virtual_loss: the value a pending expansion counts with while its call runs.
-        perfect_tolerance: the search stops once a program scores at least ``1 - tolerance``.
-        sampling: sampling settings of every call.
-        assist: scaffold, checks and repairs, error summaries (shared by every method).
-    """
-
-    ucb_c: float = 0.1
-    prior_generate: float = 0.5
-    prior_improve: float = 0.55
-    prior_fix: float = 0.5
-    prior_count: float = 2.0
-    fix_limit: int = 3
-    bug_values: tuple[float, ...] = (0.99, 0.66, 0.33, 0.0)
-    lines_per_generate: int = 2
-    allow_generate: bool = True
-    allow_improve: bool = True
-    allow_fix: bool = True
-    parallel: int = 1
-    virtual_loss: float = 0.0
-    perfect_tolerance: float = 1e-6
-    sampling: SamplingConfig = field(default_factory=SamplingConfig)
-    assist: AssistConfig = field(default_factory=AssistConfig)
-
-    def __post_init__(self) -> None:
-        if len(self.bug_values) != self.fix_limit + 1:
-            raise ValueError(f"bug_values needs fix_limit + 1 = {self.fix_limit + 1} entries, "
-                             f"got {len(self.bug_values)}")
-        if self.parallel < 1:
-            raise ValueError("parallel must be at least 1")
-        if self.lines_per_generate < 0:
-            raise ValueError("lines_per_generate must be non-negative")
-
-
-@dataclass(frozen=True)
-class RexConfig:
-    """REx (WorldCoder's program search): Thompson sampling over a pool of programs to refine.
-
-    Each call samples ``Beta(1 + C*h, 1 + C*(1 - h) + N)`` for every program in the pool (h its
-    score, N how often it was refined), refines the program with the largest sample (fix if it is
-    buggy, improve otherwise) and adds the result to the pool. An empty pool is seeded by a
-    generation from scratch.
-
-    Attributes:
-        c: the constant C; REx paper: 5.
-        parallel: programs refined at once per wave (each pick counts in N immediately).
-        perfect_tolerance: the search stops once a program scores at least ``1 - tolerance``.
-        sampling: sampling settings of every call.
-        assist: scaffold, checks and repairs, error summaries (shared by every method).
-    """
-
-    c: float = 5.0
-    parallel: int = 1
-    perfect_tolerance: float = 1e-6
-    sampling: SamplingConfig = field(default_factory=SamplingConfig)
-    assist: AssistConfig = field(default_factory=AssistConfig)
-
-    def __post_init__(self) -> None:
-        if self.parallel < 1:
-            raise ValueError("parallel must be at least 1")
-
-
-@dataclass(frozen=True)
-class ZeroShotConfig:
-    """Independent generations from scratch; the best is kept.
-
-    Attributes:
-        parallel: generations issued at once per wave.
-        stop_on_perfect: stop once a program scores at least ``1 - perfect_tolerance``.
-        perfect_tolerance: see `stop_on_perfect`.
-        sampling: sampling settings of every call.
-        assist: scaffold, checks and repairs, error summaries (shared by every method).
-    """
-
-    parallel: int = 1
-    stop_on_perfect: bool = True
-    perfect_tolerance: float = 1e-6
-    sampling: SamplingConfig = field(default_factory=SamplingConfig)
-    assist: AssistConfig = field(default_factory=AssistConfig)
-
-    def __post_init__(self) -> None:
-        if self.parallel < 1:
-            raise ValueError("parallel must be at least 1")
-
-
 def _default_fit_config():
     from codeworld.fitting import FitConfig
 
@@ -242,3 +133,22 @@ class FinishConfig:
     def __post_init__(self):
         if self.compose_programs < 2:
             raise ValueError(f"compose_programs must be at least 2, got {self.compose_programs}")
+
+
+# Variants that switch off one of codeworld's aids to a small model, for any method whose config
+# has an `AssistConfig` (the scaffold in the prompts, the static checks with the smoke run and the
+# mechanical repairs, the error summary in improve prompts, the constant fit, the composition, the
+# data section's fitted relations, their nonlinear structure). A ``finish.`` field belongs to the
+# run's `FinishConfig`, the others to the method's config.
+ASSIST_ABLATIONS: dict[str, dict] = {
+    "no-scaffold": {"assist.scaffold": False},
+    "no-checks": {"assist.checks": False},
+    "no-summary": {"assist.error_summary": False},
+    "no-fit": {"assist.fit_constants": False, "finish.fit_constants": False},
+    "no-compose": {"finish.compose": False},
+    "no-relations": {"assist.relations": False},
+    # the data section off altogether, and on with plain linear fits only (no term library,
+    # clips, wraps, exceptions or reward formula)
+    "no-data": {"assist.relations": False},
+    "no-structure": {"assist.structure": False},
+}

@@ -9,12 +9,13 @@ with its line for *fix*, the first mispredicted transition for *improve*.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
 
 from codeworld.model_worker import PROGRAM_TIMEOUT_S
-from codeworld.synthesis.types import FIX, GENERATE, IMPROVE, ProgramEvaluation, Request
+from codeworld.synthesis.types import FIX, GENERATE, IMPROVE, Evaluator, ProgramEvaluation, Request, World
 
 
 class CwmbPrompts:
@@ -131,7 +132,7 @@ def error_feedback(report: dict, program: str) -> str:
     return "\n".join(parts)
 
 
-class ScorerEvaluator:
+class ScorerEvaluator(Evaluator):
     """Scores programs for the search with a `codeworld.scoring.Scorer`.
 
     With checks on (`AssistConfig.checks`), `prepare` makes the mechanical repairs, and
@@ -377,8 +378,9 @@ def make_cwmb_world(env_id: str, *, buffer: Any = None, mode: str = "sound",
                     compile: bool = False, timeout_s: float = PROGRAM_TIMEOUT_S,
                     assist: Any = None, split: Any = None,
                     heldout_fraction: float | None = None,
-                    split_seed: int = 0) -> tuple[CwmbPrompts, ScorerEvaluator]:
-    """The prompts and the evaluator for one CWMB environment, on the training episodes.
+                    split_seed: int = 0) -> World:
+    """The world of one CWMB environment, on the training episodes: its prompts, its evaluator
+    and its finish step (compose, fit, speed: `codeworld.synthesis.finish`).
 
     The buffer is split by episode (`codeworld.envs.buffers.EpisodeSplit`): the scaffold, the
     data section and the search signal are built from the training episodes only; the
@@ -428,7 +430,13 @@ def make_cwmb_world(env_id: str, *, buffer: Any = None, mode: str = "sound",
     # an answer that hands the skeleton back is recognised as a copy (the runner's `normalized`)
     evaluator.skeleton = scaffold.skeleton() if assist.scaffold else None
     evaluator.detect_copies = assist.copies
-    return prompts, evaluator
+    return World(prompts, evaluator, finish=functools.partial(_finish, evaluator))
+
+
+def _finish(evaluator: ScorerEvaluator, result: Any, config: Any, run_dir: Any) -> dict:
+    from codeworld.synthesis.finish import finish_run
+
+    return finish_run(result, evaluator, config, run_dir)
 
 
 def starter_lines(relations: list) -> str:
@@ -442,24 +450,25 @@ def starter_lines(relations: list) -> str:
             else "    # the new value of every name above, from the old values:\n")
 
 
-def make_run_world(run_dir: Any, spec: Any, assist: Any = None, *,
-                   heldout_fraction: float | None = None,
-                   compile: bool = False) -> tuple[CwmbPrompts, ScorerEvaluator]:
-    """`make_cwmb_world` for the run in `run_dir` (its `RunSpec` is `spec`), with its split
+def make_run_world(run: Any, *, heldout_fraction: float | None = None,
+                   compile: bool = False) -> World:
+    """`make_cwmb_world` for a `codeworld.synthesis.run.Run` on a CWMB environment (its spec
+    gives the env, buffer, mode, timeout and seed; its config the assists), with its split
     recorded in ``run.json``.
 
     A run's recorded split is kept (a resumed run scores as it did). A run saved before runs
     were split (calls saved, no split recorded) keeps its whole buffer, so that it replays; a new
     run draws its split with the run's seed (`heldout_fraction`, default `HELDOUT_FRACTION`).
     """
-    legacy = spec.split is None and bool(run_dir.load_calls())
-    prompts, evaluator = make_cwmb_world(
+    spec = run.spec
+    legacy = spec.split is None and bool(run.run_dir.load_calls())
+    world = make_cwmb_world(
         spec.env_id, buffer=spec.buffer, mode=spec.mode or "sound", compile=compile,
         timeout_s=PROGRAM_TIMEOUT_S if spec.timeout_s is None else spec.timeout_s,
-        assist=assist, split=spec.split, split_seed=spec.seed,
+        assist=getattr(run.config, "assist", None), split=spec.split, split_seed=spec.seed,
         heldout_fraction=0.0 if legacy else heldout_fraction)
-    run_dir.update_spec(split=evaluator.split.to_json())
-    return prompts, evaluator
+    run.record(split=world.evaluator.split.to_json())
+    return world
 
 
 def _relations(scorer: Any, names, structure: bool = True) -> tuple[str, list]:

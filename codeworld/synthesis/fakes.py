@@ -12,7 +12,7 @@ import threading
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from codeworld.synthesis.types import ProgramEvaluation, Request
+from codeworld.synthesis.types import Evaluator, ProgramEvaluation, Request
 
 
 @dataclass(frozen=True)
@@ -69,7 +69,7 @@ class EchoPrompts:
         return completion_text if completion_text.strip() else None
 
 
-class FakeEvaluator:
+class FakeEvaluator(Evaluator):
     """Scores a program by its first line: ``# score=X`` (healthy) or ``# bug: MESSAGE`` (buggy).
 
     A healthy program's feedback is its second line when that starts with ``# feedback:``.

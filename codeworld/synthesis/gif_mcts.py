@@ -38,12 +38,75 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from codeworld.synthesis.config import GifMctsConfig
+from codeworld.synthesis.config import AssistConfig, SamplingConfig
 from codeworld.synthesis.types import (FIX, GENERATE, IMPROVE, Outcome, ProgramEvaluation, Request,
                                        copies_note, no_progress_note)
 
 ROOT = "root"
 _TIE_EPS = 1e-12
+
+
+@dataclass(frozen=True)
+class GifMctsConfig:
+    """GIF-MCTS (generate, improve, fix) over programs; one simulation is one LLM call.
+
+    Attributes:
+        ucb_c: exploration constant of UCT, ``Q + c * sqrt(ln N(parent) / (n + 1))``; paper: 0.1.
+        prior_generate: initial value of an unexpanded *generate* action; paper: 0.5.
+        prior_improve: initial value of an unexpanded *improve* action; paper: 0.55.
+        prior_fix: initial value of an unexpanded *fix* action; paper: 0.5.
+        prior_count: how many observations each initial prior is worth in the running mean of
+            the values that expansions of that action type produced; paper: 2.
+        fix_limit: fixes tried in a row on a buggy program before it is given up (value 0);
+            paper: f = 3.
+        bug_values: the temporary value of a buggy node after 0, 1, ..., fix_limit failed fixes;
+            paper: 0.99, 0.66, 0.33, 0 (evenly spaced from 0.99 down to 0).
+        lines_per_generate: L, how many more lines of its program a generate node keeps for its
+            own generate children to continue; paper: 2.
+        allow_generate: ablation switch; off, only the root's first generate is offered.
+        allow_improve: ablation switch; off, no improve action is offered.
+        allow_fix: ablation switch; off, a buggy program is a dead end with value 0.
+        parallel: k, LLM calls issued at once per wave, with virtual loss in selection; 1 is the
+            paper's sequential algorithm.
+        virtual_loss: the value a pending expansion counts with while its call runs.
+        perfect_tolerance: the search stops once a program scores at least ``1 - tolerance``.
+        sampling: sampling settings of every call.
+        assist: scaffold, checks and repairs, error summaries (shared by every method).
+    """
+
+    ucb_c: float = 0.1
+    prior_generate: float = 0.5
+    prior_improve: float = 0.55
+    prior_fix: float = 0.5
+    prior_count: float = 2.0
+    fix_limit: int = 3
+    bug_values: tuple[float, ...] = (0.99, 0.66, 0.33, 0.0)
+    lines_per_generate: int = 2
+    allow_generate: bool = True
+    allow_improve: bool = True
+    allow_fix: bool = True
+    parallel: int = 1
+    virtual_loss: float = 0.0
+    perfect_tolerance: float = 1e-6
+    sampling: SamplingConfig = field(default_factory=SamplingConfig)
+    assist: AssistConfig = field(default_factory=AssistConfig)
+
+    def __post_init__(self) -> None:
+        if len(self.bug_values) != self.fix_limit + 1:
+            raise ValueError(f"bug_values needs fix_limit + 1 = {self.fix_limit + 1} entries, "
+                             f"got {len(self.bug_values)}")
+        if self.parallel < 1:
+            raise ValueError("parallel must be at least 1")
+        if self.lines_per_generate < 0:
+            raise ValueError("lines_per_generate must be non-negative")
+
+
+# The paper's Table 6: one kind of GIF-MCTS action switched off.
+ACTION_ABLATIONS: dict[str, dict] = {
+    "no-generate": {"allow_generate": False},
+    "no-improve": {"allow_improve": False},
+    "no-fix": {"allow_fix": False},
+}
 
 
 @dataclass
@@ -339,6 +402,11 @@ class GifMcts:
         best = max(done, key=lambda n: (not n.buggy, n.score, -n.id))
         return best.id - 1, best.program, ProgramEvaluation(best.score, best.buggy, best.feedback,
                                                             best.mispredicted)
+
+    def programs(self) -> list[dict]:
+        """The programs written so far, method-neutral (see `Search.programs`)."""
+        return [{"call": n.id - 1, "parent_call": n.parent - 1, "action": n.action,
+                 "score": n.score, "buggy": n.buggy} for n in self.nodes[1:] if not n.pending]
 
     def to_json(self) -> dict:
         nodes = []

@@ -5,12 +5,12 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import typing
-from dataclasses import dataclass
-from typing import Any, Callable
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
 
-from codeworld.synthesis.config import GifMctsConfig, RexConfig, ZeroShotConfig
-from codeworld.synthesis.gif_mcts import GifMcts
-from codeworld.synthesis.rex import Rex, ZeroShot
+from codeworld.synthesis.config import ASSIST_ABLATIONS
+from codeworld.synthesis.gif_mcts import ACTION_ABLATIONS, GifMcts, GifMctsConfig
+from codeworld.synthesis.rex import Rex, RexConfig, ZeroShot, ZeroShotConfig
 
 
 @dataclass(frozen=True)
@@ -22,12 +22,15 @@ class Method:
         config_class: its frozen config dataclass.
         search_class: builds the search: ``search_class(config, seed=seed)``.
         summary: one line for help texts.
+        ablations: the method's variants, by name (``gif-mcts/no-fix``): config fields each
+            switches (``--set`` syntax; a ``finish.`` field belongs to the run's finish step).
     """
 
     name: str
     config_class: type
     search_class: Callable[..., Any]
     summary: str
+    ablations: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def make(self, config: Any = None, seed: int = 0) -> Any:
         """A fresh search with ``config`` (the defaults when None)."""
@@ -46,11 +49,12 @@ def register_method(method: Method) -> Method:
 
 
 register_method(Method("gif-mcts", GifMctsConfig, GifMcts,
-                       "GIF-MCTS: tree search over generate / improve / fix (Dainese et al. 2024)"))
+                       "GIF-MCTS: tree search over generate / improve / fix (Dainese et al. 2024)",
+                       {**ACTION_ABLATIONS, **ASSIST_ABLATIONS}))
 register_method(Method("worldcoder", RexConfig, Rex,
-                       "WorldCoder's REx: Thompson sampling over programs to refine"))
+                       "WorldCoder's REx: Thompson sampling over programs to refine", ASSIST_ABLATIONS))
 register_method(Method("zero-shot", ZeroShotConfig, ZeroShot,
-                       "independent generations from scratch, the best kept"))
+                       "independent generations from scratch, the best kept", ASSIST_ABLATIONS))
 
 
 def get_method(name: str) -> Method:

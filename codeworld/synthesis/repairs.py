@@ -19,7 +19,10 @@ import ast
 from dataclasses import dataclass
 
 # Module names a program may use, with the import line that provides each.
-_IMPORTS = {"np": "import numpy as np", "numpy": "import numpy", "math": "import math"}
+_IMPORTS = {"np": "import numpy as np", "numpy": "import numpy", "math": "import math",
+            "copy": "import copy", "deepcopy": "from copy import deepcopy",
+            **{name: f"from typing import {name}" for name in
+               ("Any", "Dict", "List", "Optional", "Tuple", "Union")}}
 _INT_DTYPES = {"int", "np.int_", "np.int8", "np.int16", "np.int32", "np.int64", "numpy.int32",
                "numpy.int64", "np.intc", "'int'", '"int"', "'int32'", '"int32"', "'int64'",
                '"int64"'}
@@ -47,7 +50,8 @@ class Repair:
         return {"kind": self.kind, "line": self.line, "detail": self.detail}
 
 
-def repair(source: str, parent: str = "") -> tuple[str, list[Repair]]:
+def repair(source: str, parent: str = "", functions: tuple[str, ...] | None = None
+           ) -> tuple[str, list[Repair]]:
     """The program with its mechanical repairs made, and the list of repairs (empty: unchanged).
 
     Args:
@@ -55,12 +59,15 @@ def repair(source: str, parent: str = "") -> tuple[str, list[Repair]]:
         parent: the program the answer was asked to fix or improve, if any: an answer that
             gives only some top-level pieces (helpers, constants) and no world model is put into
             it (`merge_into_parent`).
+        functions: the functions a world model of the world's contract defines (e.g.
+            ``("transition", "reward")``); None for the CWMB contract (``step`` or ``class
+            Environment``). The repairs of ``step``'s returns apply to that contract alone.
 
     A program that does not parse is returned as it is.
     """
     repairs: list[Repair] = []
     if parent:
-        source, done = merge_into_parent(source, parent)
+        source, done = merge_into_parent(source, parent, functions)
         repairs += done
     source, done = _repair_returns(source)
     repairs += done
@@ -89,25 +96,30 @@ def _defined_names(node: ast.stmt) -> list[str]:
     return [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
 
 
-def _is_world_model(tree: ast.Module) -> bool:
+def _is_world_model(tree: ast.Module, functions: tuple[str, ...] | None = None) -> bool:
+    if functions is not None:
+        defined = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+        return all(name in defined for name in functions)
     return any(isinstance(n, ast.FunctionDef) and n.name == "step" or
                isinstance(n, ast.ClassDef) and n.name == "Environment" for n in tree.body)
 
 
-def merge_into_parent(source: str, parent: str) -> tuple[str, list[Repair]]:
+def merge_into_parent(source: str, parent: str, functions: tuple[str, ...] | None = None
+                      ) -> tuple[str, list[Repair]]:
     """An answer that gives only some pieces of the program (the helpers or constants a fix asked
     for, "the rest unchanged") put into the program it was asked to change.
 
     Each top-level definition of the answer (a function, a class, a constant) replaces the
     parent's of the same name, or, when new, goes just before the parent's world model; the
     answer's imports go to the top. An answer that has a world model of its own (``step`` or
-    ``class Environment``), that defines nothing, or that does not parse, is left as it is.
+    ``class Environment``; with ``functions``, all of them), that defines nothing, or that does
+    not parse, is left as it is.
     """
     try:
         answer, tree = ast.parse(source), ast.parse(parent)
     except SyntaxError:
         return source, []
-    if _is_world_model(answer) or not _is_world_model(tree):
+    if _is_world_model(answer, functions) or not _is_world_model(tree, functions):
         return source, []
     pieces = [n for n in answer.body if _defined_names(n)]
     imports = [n for n in answer.body if isinstance(n, (ast.Import, ast.ImportFrom))]
@@ -130,8 +142,9 @@ def merge_into_parent(source: str, parent: str) -> tuple[str, list[Repair]]:
             new.append(text(source_lines, piece))
         else:
             replaced[at] = replaced.get(at, "") + text(source_lines, piece)
+    model_names = functions or ("step", "Environment")
     model_at = next(i for i, n in enumerate(tree.body) if isinstance(n, (ast.FunctionDef, ast.ClassDef))
-                    and n.name in ("step", "Environment"))
+                    and n.name in model_names)
     out: list[str] = []
     done_upto = 0  # parent lines written so far
     for i, node in enumerate(tree.body):

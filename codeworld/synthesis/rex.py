@@ -11,12 +11,64 @@ Zero-shot asks for independent generations from scratch and keeps the best.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from codeworld.synthesis.config import RexConfig, ZeroShotConfig
+from codeworld.synthesis.config import AssistConfig, SamplingConfig
 from codeworld.synthesis.types import FIX, GENERATE, IMPROVE, Outcome, ProgramEvaluation, Request
+
+
+@dataclass(frozen=True)
+class RexConfig:
+    """REx (WorldCoder's program search): Thompson sampling over a pool of programs to refine.
+
+    Each call samples ``Beta(1 + C*h, 1 + C*(1 - h) + N)`` for every program in the pool (h its
+    score, N how often it was refined), refines the program with the largest sample (fix if it is
+    buggy, improve otherwise) and adds the result to the pool. An empty pool is seeded by a
+    generation from scratch.
+
+    Attributes:
+        c: the constant C; REx paper: 5.
+        parallel: programs refined at once per wave (each pick counts in N immediately).
+        perfect_tolerance: the search stops once a program scores at least ``1 - tolerance``.
+        sampling: sampling settings of every call.
+        assist: scaffold, checks and repairs, error summaries (shared by every method).
+    """
+
+    c: float = 5.0
+    parallel: int = 1
+    perfect_tolerance: float = 1e-6
+    sampling: SamplingConfig = field(default_factory=SamplingConfig)
+    assist: AssistConfig = field(default_factory=AssistConfig)
+
+    def __post_init__(self) -> None:
+        if self.parallel < 1:
+            raise ValueError("parallel must be at least 1")
+
+
+@dataclass(frozen=True)
+class ZeroShotConfig:
+    """Independent generations from scratch; the best is kept.
+
+    Attributes:
+        parallel: generations issued at once per wave.
+        stop_on_perfect: stop once a program scores at least ``1 - perfect_tolerance``.
+        perfect_tolerance: see `stop_on_perfect`.
+        sampling: sampling settings of every call.
+        assist: scaffold, checks and repairs, error summaries (shared by every method).
+    """
+
+    parallel: int = 1
+    stop_on_perfect: bool = True
+    perfect_tolerance: float = 1e-6
+    sampling: SamplingConfig = field(default_factory=SamplingConfig)
+    assist: AssistConfig = field(default_factory=AssistConfig)
+
+    def __post_init__(self) -> None:
+        if self.parallel < 1:
+            raise ValueError("parallel must be at least 1")
+
 
 
 @dataclass
@@ -83,6 +135,12 @@ class _PoolSearch:
         best = max(self.pool, key=lambda e: (not e.buggy, e.score, -e.call))
         return best.call, best.program, ProgramEvaluation(best.score, best.buggy, best.feedback,
                                                           best.mispredicted)
+
+    def programs(self) -> list[dict]:
+        """The programs written so far, method-neutral (see `Search.programs`); seeds of the
+        pool that no call wrote (negative ids) are left out."""
+        return [{"call": e.call, "parent_call": e.parent, "action": e.action, "score": e.score,
+                 "buggy": e.buggy} for e in self.pool if e.call >= 0]
 
     def to_json(self) -> dict:
         return {"method": self.method, "calls": self.calls, "stopped_perfect": self.stopped_perfect,

@@ -2,10 +2,10 @@
 
 `synthesize` is the only place where a search meets the world: it turns each `Request` into chat
 messages, gets a completion (from the run directory when the call was already made, otherwise
-from the LLM), extracts the program, lets the evaluator repair its form when it can (an evaluator
-with a ``prepare`` method: mechanical repairs, saved in the run directory and never counted as
-LLM calls), scores it with the evaluator (one with a ``refine`` method may then replace a healthy
-program by one with its constants fitted to the data, saved in ``fits/``), and hands the `Outcome` back to the search. The run directory is written after every call, so an interrupted run resumes by
+from the LLM), extracts the program, lets the evaluator repair its form (`Evaluator.prepare`:
+mechanical repairs, saved in the run directory and never counted as LLM calls), scores it
+(`Evaluator.evaluate`; then `Evaluator.refine` may replace a healthy program by one with its
+constants fitted to the data, saved in ``fits/``), and hands the `Outcome` back to the search. The run directory is written after every call, so an interrupted run resumes by
 calling `synthesize` again on the same directory with a fresh search: the search replays the
 saved calls (same seed, same decisions), checks that each saved prompt is the one it would send
 now, and continues with new calls where the saved ones end.
@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
-from codeworld.synthesis.config import FinishConfig, SamplingConfig
+from codeworld.synthesis.config import SamplingConfig
 from codeworld.synthesis.run_dir import RunDir
 from codeworld.synthesis.types import (FIX, ChatModel, Evaluator, Outcome, ProgramEvaluation, PromptBuilder, Request,
                                        Search)
@@ -145,13 +145,156 @@ def _completion_record(completion: Any) -> dict:
     }
 
 
+class _Calls:
+    """Does the calls of one session of a run: each request's completion (from the run directory
+    when saved, else from the LLM), its program, repairs, evaluation and fit, all recorded.
+
+    Called from the search's waves, possibly on several threads at once (``lock`` guards the
+    accounting and the table of programs seen).
+    """
+
+    def __init__(self, llm: ChatModel | None, prompts: PromptBuilder, evaluator: Evaluator,
+                 run_dir: RunDir | None, seed: int, sampling: SamplingConfig):
+        self.llm, self.prompts, self.evaluator, self.run_dir = llm, prompts, evaluator, run_dir
+        self.seed, self.sampling = seed, sampling
+        self.recorded = run_dir.load_calls() if run_dir is not None else {}
+        self.accounting = SearchAccounting()
+        self.lock = threading.Lock()
+        # normalized program -> (call that wrote it, its evaluation); the skeleton as call None
+        self.seen: dict[str, tuple[int | None, ProgramEvaluation | None]] = {}
+        skeleton = normalized(evaluator.skeleton) if evaluator.detect_copies else None
+        if skeleton is not None:
+            self.seen[skeleton] = (None, None)
+
+    def _count(self, **amounts: float) -> None:
+        with self.lock:
+            for name, amount in amounts.items():
+                setattr(self.accounting, name, getattr(self.accounting, name) + amount)
+
+    def completion(self, request: Request) -> dict:
+        """The call's completion record: replayed when saved (the prompt must be the same),
+        else asked of the LLM and saved before anything else happens."""
+        messages = self.prompts.messages(request)
+        saved = self.recorded.get(request.call)
+        if saved is not None:
+            if saved["messages"] != messages:
+                raise RunDivergedError(
+                    f"call {request.call} ({request.action}) was saved with a different prompt; "
+                    f"the run directory does not belong to this method, config, seed or env")
+            completion = saved["completion"]
+            self._count(replayed_calls=1)
+        else:
+            if self.llm is None:
+                raise RuntimeError(f"call {request.call} is not saved and no LLM was given")
+            kwargs = {"temperature": self.sampling.temperature, "max_tokens": self.sampling.max_tokens}
+            if self.sampling.seed_per_call:
+                kwargs.update(seed=self.seed, sample=request.call)
+            completion = _completion_record(self.llm.complete(messages, **kwargs))
+            if self.run_dir is not None:
+                self.run_dir.save_call(request.call, {"call": request.call, "request": request.to_json(),
+                                                      "messages": messages, "sampling": kwargs,
+                                                      "completion": completion})
+            self._count(new_calls=1, cached_calls=int(completion["cached"]))
+        self._count(calls=1, prompt_tokens=completion["prompt_tokens"],
+                    completion_tokens=completion["completion_tokens"],
+                    llm_seconds=completion["latency_s"])
+        return completion
+
+    def program(self, request: Request, text: str) -> str | None:
+        """The program of a completion, after the evaluator's mechanical repairs (recorded)."""
+        program = self.prompts.program(request, text)
+        if program is None:
+            return None
+        repaired, repairs = self.evaluator.prepare(program, request.program)
+        if repairs:
+            self._count(repairs=len(repairs))
+            if self.run_dir is not None:
+                self.run_dir.save_repairs(request.call, program, repaired, repairs)
+        return repaired
+
+    def copy_of(self, program: str | None) -> tuple[str | None, tuple | None]:
+        """The program's normalized form and the earlier program it copies, if any."""
+        key = normalized(program) if self.evaluator.detect_copies else None
+        with self.lock:
+            return key, (self.seen.get(key) if key is not None else None)
+
+    def score(self, request: Request, program: str | None) -> tuple[str | None, ProgramEvaluation]:
+        """Score a new program (then refine it: a fit replaces it when better)."""
+        t0 = time.perf_counter()
+        if program is None:
+            # The next fix sees the program it was given again, with its error if it had one.
+            feedback = NO_CODE_FEEDBACK
+            if request.action == FIX and request.feedback:
+                feedback = f"{request.feedback}\n\n(The last answer had no program.) {feedback}"
+            evaluation = ProgramEvaluation(0.0, True, feedback, None, {"status": "no_code"})
+        else:
+            evaluation = self.evaluator.evaluate(program)
+            refined = self.evaluator.refine(program, evaluation)
+            if refined is not None:  # constants fitted to the data: not an LLM call
+                fitted, evaluation, fit = refined
+                self._count(fits=1)
+                if self.run_dir is not None:
+                    self.run_dir.save_fit(request.call, program, fitted, fit)
+                program = fitted
+        self._count(eval_seconds=time.perf_counter() - t0)
+        return program, evaluation
+
+    def __call__(self, request: Request) -> Outcome:
+        program = self.program(request, self.completion(request)["text"])
+        run_dir = self.run_dir
+        fitted = run_dir.fitted_program(request.call, program) if run_dir else None
+        evaluation = run_dir.load_evaluation(request.call, fitted or program) if run_dir else None
+        if evaluation is not None and fitted is not None:
+            program = fitted
+            self._count(fits=1)
+        key, copied = self.copy_of(program)
+        if evaluation is None and copied is not None and copied[1] is not None:
+            # a copy of an earlier program (or of the skeleton again): its evaluation, not a new
+            # scoring pass
+            call, earlier = copied
+            evaluation = ProgramEvaluation(
+                earlier.score, earlier.buggy,
+                earlier.feedback if call is None else copy_feedback(f"the program of call {call + 1}"),
+                earlier.mispredicted,
+                {**earlier.report, "duplicate_of": "skeleton" if call is None else call + 1})
+            if run_dir is not None:
+                run_dir.save_program(request.call, program, evaluation)
+        if evaluation is None:
+            program, evaluation = self.score(request, program)
+            if copied is not None and copied[0] is None:  # the skeleton, as it was given
+                evaluation = ProgramEvaluation(
+                    evaluation.score, evaluation.buggy,
+                    copy_feedback("the skeleton the prompt gave") + "\n\n" + evaluation.feedback,
+                    evaluation.mispredicted, {**evaluation.report, "duplicate_of": "skeleton"})
+            if run_dir is not None:
+                run_dir.save_program(request.call, program, evaluation)
+        with self.lock:
+            self.accounting.duplicates += evaluation.report.get("duplicate_of") is not None
+            if key is not None and key not in self.seen:
+                self.seen[key] = (request.call, evaluation)
+            elif key is not None and self.seen[key][1] is None:  # the skeleton, scored once
+                self.seen[key] = (None, evaluation)
+        return Outcome(program, evaluation)
+
+
+def _event(request: Request, outcome: Outcome, best: float, budget: int, tokens: int,
+           replayed: bool) -> dict:
+    ev = outcome.evaluation
+    return {"call": request.call, "action": request.action, "score": 0.0 if ev.buggy else ev.score,
+            "buggy": ev.buggy, "best": best, "budget": budget, "tokens": tokens,
+            "replayed": replayed, "duplicate_of": ev.report.get("duplicate_of"),
+            "fitted_from": (ev.report.get("fitted") or {}).get("score_before")}
+
+
 def synthesize(search: Search, *, llm: ChatModel | None, prompts: PromptBuilder, evaluator: Evaluator,
                budget: int, run_dir: RunDir | None = None, seed: int = 0,
                sampling: SamplingConfig | None = None,
                progress: Callable[[dict], None] | None = None,
-               time_limit_s: float | None = None,
-               finish: FinishConfig | None = None) -> SynthesisResult:
+               time_limit_s: float | None = None) -> SynthesisResult:
     """Run a search for at most ``budget`` LLM calls (saved calls in ``run_dir`` are replayed).
+
+    A run with a directory, a status and a finish step is `codeworld.synthesis.run.Run`'s job;
+    this is the search loop it drives (and that tests drive directly).
 
     Args:
         search: a fresh search (GIF-MCTS, REx, zero-shot) built with the run's config and seed.
@@ -165,8 +308,6 @@ def synthesize(search: Search, *, llm: ChatModel | None, prompts: PromptBuilder,
         progress: called after each call with a small dict (call, action, score, best, tokens).
         time_limit_s: start no new wave of calls after this many seconds of this session (the
             calls under way finish); None has no limit. Saved calls replay regardless.
-        finish: fit the best program's constants and make it fast after the search
-            (`codeworld.synthesis.finish`); None does neither.
 
     Returns:
         The best program, its evaluation, the accounting and the final search.
@@ -174,160 +315,37 @@ def synthesize(search: Search, *, llm: ChatModel | None, prompts: PromptBuilder,
     Raises:
         RunDivergedError: a saved call's prompt differs from the one the search asks for now.
     """
-    sampling = sampling or SamplingConfig()
     started = time.perf_counter()
-    recorded = run_dir.load_calls() if run_dir is not None else {}
-    accounting = SearchAccounting()
-    history: list[dict] = []
-    programs: list[tuple[int, str, float]] = []
-    lock = threading.Lock()
-    best_score = [float("-inf")]
-    # normalized program -> (call that wrote it, its evaluation); the skeleton as call None
-    seen: dict[str, tuple[int | None, ProgramEvaluation | None]] = {}
-    detect_copies = bool(getattr(evaluator, "detect_copies", False))
-    skeleton = normalized(getattr(evaluator, "skeleton", None)) if detect_copies else None
-    if skeleton is not None:
-        seen[skeleton] = (None, None)
-
-    def sampling_kwargs(call: int) -> dict:
-        kwargs = {"temperature": sampling.temperature, "max_tokens": sampling.max_tokens}
-        if sampling.seed_per_call:
-            kwargs.update(seed=seed, sample=call)
-        return kwargs
-
-    def run_one(request: Request) -> Outcome:
-        messages = prompts.messages(request)
-        saved = recorded.get(request.call)
-        if saved is not None:
-            if saved["messages"] != messages:
-                raise RunDivergedError(
-                    f"call {request.call} ({request.action}) was saved with a different prompt; "
-                    f"the run directory does not belong to this method, config, seed or env")
-            completion = saved["completion"]
-            with lock:
-                accounting.replayed_calls += 1
-        else:
-            if llm is None:
-                raise RuntimeError(f"call {request.call} is not saved and no LLM was given")
-            kwargs = sampling_kwargs(request.call)
-            completion = _completion_record(llm.complete(messages, **kwargs))
-            if run_dir is not None:
-                run_dir.save_call(request.call, {"call": request.call,
-                                                 "request": request.to_json(),
-                                                 "messages": messages, "sampling": kwargs,
-                                                 "completion": completion})
-            with lock:
-                accounting.new_calls += 1
-                accounting.cached_calls += int(completion["cached"])
-        with lock:
-            accounting.calls += 1
-            accounting.prompt_tokens += completion["prompt_tokens"]
-            accounting.completion_tokens += completion["completion_tokens"]
-            accounting.llm_seconds += completion["latency_s"]
-        program = prompts.program(request, completion["text"])
-        repairs: list[dict] = []
-        prepare = getattr(evaluator, "prepare", None)
-        if program is not None and prepare is not None:
-            original = program
-            program, repairs = prepare(program, request.program)
-            if repairs:
-                with lock:
-                    accounting.repairs += len(repairs)
-                if run_dir is not None:
-                    run_dir.save_repairs(request.call, original, program, repairs)
-        fitted = run_dir.fitted_program(request.call, program) if run_dir else None
-        evaluation = run_dir.load_evaluation(request.call, fitted or program) if run_dir else None
-        if evaluation is not None and fitted is not None:
-            program = fitted
-            with lock:
-                accounting.fits += 1
-        key = normalized(program) if detect_copies else None
-        with lock:
-            copied = seen.get(key) if key is not None else None
-        if evaluation is None and copied is not None and copied[1] is not None:
-            # a copy of an earlier program (or of the skeleton again): its evaluation, not a new
-            # scoring pass
-            call, earlier = copied
-            evaluation = ProgramEvaluation(
-                earlier.score, earlier.buggy,
-                earlier.feedback if call is None else copy_feedback(f"the program of call {call + 1}"),
-                earlier.mispredicted,
-                {**earlier.report, "duplicate_of": "skeleton" if call is None else call + 1})
-            if run_dir is not None:
-                run_dir.save_program(request.call, program, evaluation)
-        if evaluation is None:
-            t0 = time.perf_counter()
-            if program is None:
-                # The next fix sees the program it was given again, with its error if it had one.
-                feedback = NO_CODE_FEEDBACK
-                if request.action == FIX and request.feedback:
-                    feedback = f"{request.feedback}\n\n(The last answer had no program.) {feedback}"
-                evaluation = ProgramEvaluation(0.0, True, feedback, None, {"status": "no_code"})
-            else:
-                evaluation = evaluator.evaluate(program)
-                refine = getattr(evaluator, "refine", None)
-                refined = refine(program, evaluation) if refine is not None else None
-                if refined is not None:  # constants fitted to the data: not an LLM call
-                    fitted, evaluation, fit = refined
-                    with lock:
-                        accounting.fits += 1
-                    if run_dir is not None:
-                        run_dir.save_fit(request.call, program, fitted, fit)
-                    program = fitted
-            with lock:
-                accounting.eval_seconds += time.perf_counter() - t0
-            if copied is not None and copied[0] is None:  # the skeleton, as it was given
-                evaluation = ProgramEvaluation(
-                    evaluation.score, evaluation.buggy,
-                    copy_feedback("the skeleton the prompt gave") + "\n\n" + evaluation.feedback,
-                    evaluation.mispredicted, {**evaluation.report, "duplicate_of": "skeleton"})
-            if run_dir is not None:
-                run_dir.save_program(request.call, program, evaluation)
-        with lock:
-            if evaluation.report.get("duplicate_of") is not None:
-                accounting.duplicates += 1
-            if key is not None and key not in seen:
-                seen[key] = (request.call, evaluation)
-            elif key is not None and seen[key][1] is None:  # the skeleton, scored once
-                seen[key] = (None, evaluation)
-        return Outcome(program, evaluation)
+    calls = _Calls(llm, prompts, evaluator, run_dir, seed, sampling or SamplingConfig())
+    accounting, history, programs = calls.accounting, [], []
+    best_score = float("-inf")
+    pool = None
 
     def save() -> None:
         accounting.wall_seconds = time.perf_counter() - started
-        accounting.stopped_by_time_limit = stopped_by_time
         if run_dir is not None:
-            run_dir.save_state(search.to_json(), accounting.to_json(), search.best())
+            run_dir.save_state({**search.to_json(), "programs": search.programs()},
+                               accounting.to_json(), search.best())
 
-    pool = None
-    stopped_by_time = False
     try:
         while search.calls < budget and not search.finished:
-            if (time_limit_s is not None and search.calls not in recorded
+            if (time_limit_s is not None and search.calls not in calls.recorded
                     and time.perf_counter() - started > time_limit_s):
-                stopped_by_time = True
+                accounting.stopped_by_time_limit = True
                 break
             requests = search.propose(budget - search.calls)
             if not requests:
                 break
-            if len(requests) == 1:
-                outcomes = [run_one(requests[0])]
-            else:
-                if pool is None:
-                    pool = ThreadPoolExecutor(max_workers=len(requests),
-                                              thread_name_prefix="synthesis-call")
-                outcomes = list(pool.map(run_one, requests))
+            if len(requests) > 1 and pool is None:
+                pool = ThreadPoolExecutor(max_workers=len(requests), thread_name_prefix="synthesis-call")
+            outcomes = [calls(requests[0])] if len(requests) == 1 else list(pool.map(calls, requests))
             for request, outcome in zip(requests, outcomes):
                 search.apply(request, outcome)
-                ev = outcome.evaluation
-                score = 0.0 if ev.buggy else ev.score
-                best_score[0] = max(best_score[0], score)
-                if outcome.program is not None and not ev.buggy:
-                    programs.append((request.call, outcome.program, score))
-                event = {"call": request.call, "action": request.action, "score": score,
-                         "buggy": ev.buggy, "best": best_score[0], "budget": budget,
-                         "tokens": accounting.tokens, "replayed": request.call in recorded,
-                         "duplicate_of": ev.report.get("duplicate_of"),
-                         "fitted_from": (ev.report.get("fitted") or {}).get("score_before")}
+                event = _event(request, outcome, 0.0, budget, accounting.tokens,
+                               request.call in calls.recorded)
+                best_score = event["best"] = max(best_score, event["score"])
+                if outcome.program is not None and not outcome.evaluation.buggy:
+                    programs.append((request.call, outcome.program, event["score"]))
                 history.append(event)
                 if progress is not None:
                     progress(event)
@@ -341,10 +359,5 @@ def synthesize(search: Search, *, llm: ChatModel | None, prompts: PromptBuilder,
         return SynthesisResult(None, None, None, accounting, search, run_dir, history)
     call, program, _ = best
     evaluation = (run_dir.load_evaluation(call, program) if run_dir else None) or best[2]
-    result = SynthesisResult(call, program, evaluation, accounting, search, run_dir, history,
-                             programs=programs)
-    if finish is not None:  # also after a time limit: the fit has its own cap (FitConfig)
-        from codeworld.synthesis.finish import finish_run
-
-        result.finish = finish_run(result, evaluator, finish, run_dir)
-    return result
+    return SynthesisResult(call, program, evaluation, accounting, search, run_dir, history,
+                           programs=programs)

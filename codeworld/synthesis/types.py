@@ -9,7 +9,7 @@ protocols below, so the search logic is tested with a scripted LLM and a fake ev
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Callable, Protocol, runtime_checkable
 
 GENERATE = "generate"
 IMPROVE = "improve"
@@ -58,16 +58,58 @@ class ProgramEvaluation:
                    report=data.get("report", {}))
 
 
-class Evaluator(Protocol):
+class Evaluator:
     """Scores a program (in a sandbox: the program is untrusted) and explains what is wrong.
 
-    An evaluator may also have ``prepare(program, parent) -> (program, repairs)``: mechanical
-    repairs made before scoring (a list of JSON-ready records, empty when nothing changed);
-    ``parent`` is the program the call was asked to fix or improve ("" for a generate call). The
-    runner calls it when present, keeps the repaired program and records the repairs.
+    The runner calls the three methods in order on each program an LLM call wrote: `prepare`
+    (mechanical repairs, recorded, never an LLM call), `evaluate`, then `refine` (a healthy
+    program may be replaced by a better one, e.g. with its constants fitted to the data). An
+    evaluator overrides `evaluate` and whichever of the other two it has a use for.
+
+    Attributes:
+        skeleton: the program the prompts start from, when they give one: an answer equal to it
+            (up to comments and layout) is recorded as a copy (with `detect_copies`).
+        detect_copies: whether the runner scores a copy of an earlier program again (False) or
+            hands back the earlier evaluation with a note that it changes nothing (True).
     """
 
-    def evaluate(self, program: str) -> ProgramEvaluation: ...
+    skeleton: str | None = None
+    detect_copies: bool = False
+
+    def prepare(self, program: str, parent: str = "") -> tuple[str, list[dict]]:
+        """The program after mechanical repairs, and the repairs as JSON-ready records (empty
+        when nothing changed). ``parent`` is the program a fix or improve call was given ("" for
+        a generate call). The default changes nothing."""
+        return program, []
+
+    def evaluate(self, program: str) -> ProgramEvaluation:
+        """The program's score, whether it is buggy, and feedback for the next prompt."""
+        raise NotImplementedError
+
+    def refine(self, program: str, evaluation: ProgramEvaluation
+               ) -> tuple[str, ProgramEvaluation, dict] | None:
+        """A better program to put in the search in place of ``program`` (no LLM call): its
+        source, evaluation and a JSON-ready record of how it was made; None (the default) keeps
+        the program."""
+        return None
+
+
+@dataclass
+class World:
+    """What a synthesis run searches against: how requests become prompts, how programs are
+    scored, and what is done with the best program after the search.
+
+    Attributes:
+        prompts: turns requests into messages and completions into programs.
+        evaluator: scores programs.
+        finish: ``finish(result, config, run_dir) -> record`` after the search (a CWMB world
+            composes, fits and speeds up its best program: `codeworld.synthesis.finish`); None
+            when the world has no such step.
+    """
+
+    prompts: "PromptBuilder"
+    evaluator: Evaluator
+    finish: Callable[..., dict] | None = None
 
 
 def copies_note(copies: int) -> str:
@@ -148,6 +190,11 @@ class Search(Protocol):
 
     def best(self) -> tuple[int, str, ProgramEvaluation] | None:
         """The best program so far: (call, source, evaluation)."""
+
+    def programs(self) -> list[dict]:
+        """The programs written so far, in a form every method shares (``codeworld show`` and the
+        report page read it): ``{call, parent_call, action, score, buggy}``, where
+        ``parent_call`` is the call that wrote the program refined (-1: from scratch)."""
 
     def to_json(self) -> dict:
         """The search state for the run directory (the tree or pool)."""
