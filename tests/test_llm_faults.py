@@ -250,3 +250,17 @@ def test_the_accounting_of_a_run_directory_sums_every_session(tmp_path):
     assert total.prompt_tokens == one.accounting.prompt_tokens + two.accounting.prompt_tokens == 10 + 110 + 10
     assert total.completion_tokens == 40 + 41 + 40
     assert LLMAccounting.from_log(tmp_path / "missing").calls == 0
+
+
+def test_a_run_directory_written_before_reads_with_every_session_counted(tmp_path):
+    # Before, the log was appended by every session (records without the retry fields) while
+    # llm_accounting.json held the last session's totals: 2 calls of the run's 4.
+    old = [{"text": f"t{i}", "prompt_tokens": 1000 + i, "completion_tokens": 10, "latency_s": 1.5,
+            "finish_reason": "stop", "backend": "openai", "model": "gpt-4o-mini", "prefill": "",
+            "cached": False, "messages": HELLO, "sampling": {"temperature": 1.0}} for i in range(4)]
+    (tmp_path / COMPLETIONS_LOG).write_text("".join(json.dumps(r) + "\n" for r in old))
+    (tmp_path / "llm_accounting.json").write_text(json.dumps({"calls": 2, "prompt_tokens": 2005}))
+    total = LLMAccounting.from_log(tmp_path)
+    assert (total.calls, total.prompt_tokens, total.completion_tokens) == (4, 4006, 40)
+    assert total.wall_time_s == pytest.approx(6.0) and total.retries == 0
+    assert total.cost_usd == pytest.approx((4006 * 0.15 + 40 * 0.60) / 1e6)
