@@ -116,7 +116,7 @@ def accuracy(buffer, spec, next_states, rewards, dones, readable: np.ndarray) ->
 
 def run_llm(llm, spec, description: str, buffer, examples: list[int], queries, max_tokens: int) -> dict:
     """The LLM as the world model: one prompt and one call per queried transition."""
-    from codeworld.llm import format_transitions, parse_prediction
+    from codeworld.llm.prompts import format_transitions, parse_prediction
 
     ex = format_transitions(buffer.obs[examples], [_action_value(spec, a) for a in buffer.actions[examples]],
                             buffer.next_obs[examples], buffer.rewards[examples], buffer.terminated[examples])
@@ -267,7 +267,8 @@ def main(argv: list[str] | None = None) -> int:
     from codeworld.envs import get_spec
     from codeworld.envs.buffers import buffer_path, load_buffer
     from codeworld.envs.descriptions import describe
-    from codeworld.llm import BackendOptions, LLMConfig, make_llm
+    from codeworld.llm import LLMConfig, make_llm
+    from codeworld.llm.local import LocalOptions
 
     args = parse_args(argv)
     if args.report_only:
@@ -293,7 +294,8 @@ def main(argv: list[str] | None = None) -> int:
     results["meta"]["machine"] = (f"{platform.machine()}, {os.cpu_count()} cores, "
                                   f"Python {platform.python_version()}")
     out.parent.mkdir(parents=True, exist_ok=True)
-    config = LLMConfig(spec=args.llm, backend=BackendOptions(local_context=args.context), use_cache=False)
+    options = LocalOptions(context=args.context) if args.llm == "local" else None
+    config = LLMConfig(spec=args.llm, options=options, use_cache=False)
     with make_llm(config) as llm:
         for env in envs:
             spec = get_spec(env)
