@@ -149,7 +149,7 @@ def test_unreadable_or_missing_files_are_refused(tmp_path):
         load_buffer(bad)
     odd = tmp_path / "mystery.npz"
     np.savez(odd, **_arrays())
-    with pytest.raises(BufferError, match="pass env_id"):
+    with pytest.raises(BufferError, match="pass env, its id or spec"):
         load_buffer(odd)
     assert len(load_buffer(odd, "CartPole-v1")) == len(_arrays()["rewards"])
 

@@ -7,8 +7,8 @@ import pytest
 
 from codeworld.cli import main
 from codeworld.envs import (
-    UnknownEnvError, encode_action, encode_obs, get_spec, list_envs, make_env, set_state_from_obs,
-    step_from_obs,
+    UnknownEnvError, encode_action, encode_obs, get_spec, list_envs, make_env, resolve_env,
+    set_state_from_obs, step_from_obs,
 )
 from codeworld.envs.descriptions import KEPT_SECTIONS, describe, description_path
 
@@ -34,6 +34,29 @@ def test_unknown_id_raises_with_close_matches():
         get_spec("Cartpole-v1")
     with pytest.raises(KeyError):
         get_spec("NotAnEnv-v9")
+
+
+def test_resolve_env_keeps_a_spec_and_looks_an_id_up():
+    spec = get_spec("Taxi-v4")
+    assert resolve_env(spec) is spec and resolve_env("Taxi-v3") is spec
+    with pytest.raises(UnknownEnvError, match="did you mean CartPole-v1"):
+        resolve_env("Cartpole-v1")
+    with pytest.raises(TypeError, match="an EnvSpec or an id string, got int"):
+        resolve_env(3)
+    with pytest.raises(TypeError, match="resolve_env takes an EnvSpec too"):
+        get_spec(spec)  # a lookup takes an id: code holding a spec has nothing to look up
+
+
+def test_a_spec_acts_as_the_functions_that_take_its_id():
+    spec = get_spec("CartPole-v1")
+    env = spec.make()
+    obs, _ = env.reset(seed=3)
+    assert np.array_equal(spec.encode_obs(obs), encode_obs("CartPole-v1", obs))
+    assert spec.decode_action(np.array([1.0])) == 1 and spec.encode_action(1).tolist() == [1.0]
+    state = spec.encode_obs(obs)
+    by_spec = spec.step_from_obs(env, state, np.array([0.0]))
+    assert np.array_equal(by_spec[0], step_from_obs(env, "CartPole-v1", state, np.array([0.0]))[0])
+    env.close()
 
 
 @pytest.mark.parametrize("env_id", list_envs())

@@ -22,7 +22,6 @@ def spec_and_model(args):
         UnknownEnvError: an unknown environment (its message lists close matches).
         ValueError: bad environment arguments, or an unreadable file (a one-line message).
     """
-    from codeworld.envs import get_spec
-    from codeworld.envs.arguments import env_from_args
+    from codeworld.envs.arguments import spec_from_args
 
-    return get_spec(env_from_args(args)), read_model_file(args.model)
+    return spec_from_args(args), read_model_file(args.model)

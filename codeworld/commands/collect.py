@@ -25,8 +25,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from codeworld._paths import cache_root
-    from codeworld.envs import UnknownEnvError, get_spec, list_envs
-    from codeworld.envs.arguments import env_from_args
+    from codeworld.envs import UnknownEnvError, list_envs, resolve_env
+    from codeworld.envs.arguments import spec_from_args
     from codeworld.envs.buffers import buffer_path, cached_buffer_path, save_buffer
     from codeworld.envs.collection import CollectionConfig, collect_buffer
 
@@ -36,18 +36,18 @@ def run(args: argparse.Namespace) -> int:
     config = CollectionConfig(episodes=args.episodes, max_steps=args.max_steps,
                               random_episodes=args.episodes // 2, seed=args.seed)
     try:
-        env_ids = list_envs() if args.env == "all" else [env_from_args(args)]
-        for env_id in env_ids:
-            buffer = collect_buffer(env_id, config)
-            if args.out is None and not get_spec(env_id).shipped and config == CollectionConfig(seed=args.seed):
-                target = cached_buffer_path(env_id, args.seed)  # where the other commands look
+        specs = [resolve_env(e) for e in list_envs()] if args.env == "all" else [spec_from_args(args)]
+        for spec in specs:
+            buffer = collect_buffer(spec, config)
+            if args.out is None and not spec.shipped and config == CollectionConfig(seed=args.seed):
+                target = cached_buffer_path(spec, args.seed)  # where the other commands look
             else:
-                target = buffer_path(env_id, args.out or cache_root() / "buffers")
+                target = buffer_path(spec, args.out or cache_root() / "buffers")
             path = save_buffer(buffer, target)
             print(f"{path}: {len(buffer)} transitions, {buffer.n_episodes} episodes, "
                   f"{int(buffer.terminated.sum())} terminated, {int(buffer.truncated.sum())} truncated"
                   + ("" if "random_only" not in buffer.metadata["protocol"] else
-                     f" (random episodes only: {get_spec(env_id).oracle_note})"))
+                     f" (random episodes only: {spec.oracle_note})"))
     except (UnknownEnvError, ValueError) as exc:
         print(f"codeworld collect: {exc}", file=sys.stderr)
         return 2

@@ -25,13 +25,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_envs(args: argparse.Namespace) -> int:
-    from codeworld.envs import get_spec, list_envs
+    from codeworld.envs import list_envs, resolve_env
 
     header = f"{'env':<26} {'paper id':<26} {'actions':<18} {'obs':>4} {'planner':<7} {'state tol':<10} settable"
     print(header)
     print("-" * len(header))
     for env_id in list_envs():
-        spec = get_spec(env_id)
+        spec = resolve_env(env_id)
         if spec.discrete:
             actions = f"discrete({spec.n_actions})"
         else:
@@ -58,10 +58,10 @@ def run_describe(args: argparse.Namespace) -> int:
         for path in paths:
             print(path)
         return 0
-    from codeworld.envs.arguments import env_from_args
+    from codeworld.envs.arguments import spec_from_args
 
     try:
-        print(describe(env_from_args(args), contract=not args.no_contract), end="")
+        print(describe(spec_from_args(args), contract=not args.no_contract), end="")
     except (UnknownEnvError, ValueError) as exc:
         print(f"codeworld describe: {exc}", file=sys.stderr)
         return 2

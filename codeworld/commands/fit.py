@@ -96,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         config = FitConfig(method=args.method, max_evaluations=args.max_evals,
                            max_seconds=args.max_seconds, heldout_fraction=args.heldout)
-        scorer = Scorer(spec.env_id, args.buffer, mode=args.mode, references=False)
+        scorer = Scorer(spec, args.buffer, mode=args.mode, references=False)
     except (BufferError, ValueError) as exc:
         return _fail(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
     result = fit_constants(source, scorer, config, compile=not args.no_compile)

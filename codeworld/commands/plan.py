@@ -88,15 +88,15 @@ def _format(stats) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from codeworld.envs import UnknownEnvError, get_spec
-    from codeworld.envs.arguments import env_from_args
+    from codeworld.envs import UnknownEnvError
+    from codeworld.envs.arguments import spec_from_args
     from codeworld.model import ModelSourceError, check_model_source
     from codeworld.overrides import config_with_overrides, parse_overrides
     from codeworld.planning import evaluate, get_planner, make_config
     from codeworld.planning.evaluate import DEFAULT_DECISION_TIMEOUT_S
 
     try:
-        spec = get_spec(env_from_args(args))
+        spec = spec_from_args(args)
     except (UnknownEnvError, ValueError) as exc:
         print(f"codeworld plan: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -142,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
 
     progress = _ProgressBar(args.episodes)
     try:
-        result = evaluate(spec.env_id, source, config, episodes=args.episodes, seed=args.seed,
+        result = evaluate(spec, source, config, episodes=args.episodes, seed=args.seed,
                           max_steps=args.max_steps, policies=policies, use_cache=not args.no_cache,
                           decision_timeout_s=args.timeout or DEFAULT_DECISION_TIMEOUT_S,
                           compile=not args.no_compile, progress=progress)

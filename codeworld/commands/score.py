@@ -55,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
     if args.paper_buffer:
         buffer = PAPER
     try:
-        scorer = Scorer(spec.env_id, buffer, mode=args.mode, references=not args.no_references,
+        scorer = Scorer(spec, buffer, mode=args.mode, references=not args.no_references,
                         compile=not args.no_compile)
     except (BufferError, ValueError) as exc:
         return _fail(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)

@@ -175,9 +175,7 @@ def evaluate_policy_on_real_env(spec, predict, observation_space, action_space, 
     """
     import gymnasium as gym
 
-    from codeworld.envs import decode_action, encode_obs, make_env
-
-    env = make_env(spec.env_id)
+    env = spec.make()
     encoded_obs = observation_space != env.observation_space
     encoded_act = action_space != env.action_space
     returns = []
@@ -186,10 +184,10 @@ def evaluate_policy_on_real_env(spec, predict, observation_space, action_space, 
             obs, _ = env.reset(seed=seed + episode)
             total = 0.0
             for _ in range(max_steps):
-                policy_obs = encode_obs(spec.env_id, obs) if encoded_obs else obs
+                policy_obs = spec.encode_obs(obs) if encoded_obs else obs
                 action = predict(policy_obs)
                 if encoded_act:
-                    action = decode_action(spec.env_id, np.asarray(action, dtype=np.float64).reshape(-1))
+                    action = spec.decode_action(np.asarray(action, dtype=np.float64).reshape(-1))
                 elif isinstance(action_space, gym.spaces.Discrete):
                     action = int(np.asarray(action).reshape(-1)[0])
                 obs, reward, terminated, truncated, _ = env.step(action)
@@ -304,7 +302,7 @@ def run(args: argparse.Namespace) -> int:
     returns = evaluate_policy_on_real_env(
         spec, lambda obs: agent.predict(obs, deterministic=True)[0], vec.single_observation_space,
         vec.single_action_space, episodes=args.episodes, seed=args.seed, max_steps=max_steps)
-    random = evaluate(spec.env_id, episodes=args.episodes, seed=args.seed, max_steps=max_steps,
+    random = evaluate(spec, episodes=args.episodes, seed=args.seed, max_steps=max_steps,
                       policies=("random",)).random
     record.update(
         status="ok", return_real_env=float(np.mean(returns)), return_real_env_stderr=_stderr(returns),

@@ -3,7 +3,8 @@
 Each command takes an environment as its positional ``ENV`` (a CWMB id, any Gymnasium id or
 ``module:EnvId``, ``data:FILE.npz`` or just ``FILE.npz``, ``minari:DATASET``) and, through
 `add_env_arguments`, ``--env-kwargs KEY=VALUE[,KEY=VALUE...]`` (repeatable) and
-``--description FILE.md``. `env_from_args` turns them into the one id the rest of codeworld takes.
+``--description FILE.md``. `spec_from_args` turns them into the environment's spec, once per
+command, which passes the spec on (the command line's counterpart of `codeworld.envs.resolve_env`).
 """
 
 from __future__ import annotations
@@ -11,6 +12,10 @@ from __future__ import annotations
 import argparse
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from codeworld.envs.registry import EnvSpec
 
 ENV_HELP = ("environment: a CWMB id (e.g. CartPole-v1; the paper's ids work too), any Gymnasium id "
             "(module:EnvId imports the module that registers it), or logged data: FILE.npz or "
@@ -28,8 +33,9 @@ def add_env_arguments(parser: argparse.ArgumentParser, description: bool = True)
                                  "Gymnasium docstring, or the dataset's own)")
 
 
-def env_from_args(args: argparse.Namespace, name: str | None = None) -> str:
-    """The id of the environment `args` name (``args.env`` unless `name` is given).
+def spec_from_args(args: argparse.Namespace, name: str | None = None) -> EnvSpec:
+    """The spec of the environment `args` name (``args.env`` unless `name` is given), with its
+    ``--env-kwargs``.
 
     A description file is attached to the environment's spec for this process.
 
@@ -58,4 +64,10 @@ def env_from_args(args: argparse.Namespace, name: str | None = None) -> str:
         except (OSError, UnicodeDecodeError) as exc:
             raise ValueError(f"cannot read {description}: {getattr(exc, 'strerror', None) or exc}") from None
         spec = register_spec(replace(spec, description=text))
-    return spec.env_id
+    return spec
+
+
+def env_from_args(args: argparse.Namespace, name: str | None = None) -> str:
+    """The id of the environment `args` name: ``spec_from_args(args, name).env_id`` (for code that
+    records the id; code that uses the environment takes the spec)."""
+    return spec_from_args(args, name).env_id

@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from codeworld.envs.registry import UnknownEnvError, get_spec
+from codeworld.envs.registry import EnvSpec, UnknownEnvError, resolve_env
 
 FORMAT = "codeworld-buffer/1"
 CODEWORLD_KEYS = ("obs", "actions", "rewards", "next_obs", "terminated", "truncated", "episode_start")
@@ -201,9 +201,8 @@ class EpisodeSplit:
         return buffer.subset(~held), buffer.subset(held)
 
 
-def _coerce(env_id: str, arrays: dict[str, Any], where: str) -> dict[str, np.ndarray]:
+def _coerce(spec: EnvSpec, arrays: dict[str, Any], where: str) -> dict[str, np.ndarray]:
     """Check shapes, lengths and values; return contiguous arrays of the format's dtypes."""
-    spec = get_spec(env_id)
     try:
         out = {
             "obs": np.ascontiguousarray(arrays["obs"], dtype=np.float64),
@@ -249,14 +248,15 @@ def _coerce(env_id: str, arrays: dict[str, Any], where: str) -> dict[str, np.nda
     return out
 
 
-def make_buffer(env_id: str, *, metadata: dict | None = None, source: str = "codeworld",
+def make_buffer(env: EnvSpec | str, *, metadata: dict | None = None, source: str = "codeworld",
                 path: str | None = None, **arrays: Any) -> ReplayBuffer:
-    """Build a validated `ReplayBuffer` from arrays (keys as in `CODEWORLD_KEYS`)."""
-    spec = get_spec(env_id)
+    """Build a validated `ReplayBuffer` of `env` (a spec or an id) from arrays (keys as in
+    `CODEWORLD_KEYS`)."""
+    spec = resolve_env(env)
     missing = [k for k in CODEWORLD_KEYS if k not in arrays]
     if missing:
         raise BufferError(f"buffer for {spec.env_id}: missing {', '.join(missing)}")
-    clean = _coerce(spec.env_id, arrays, path or f"buffer for {spec.env_id}")
+    clean = _coerce(spec, arrays, path or f"buffer for {spec.env_id}")
     return ReplayBuffer(spec.env_id, **clean, source=source, metadata=dict(metadata or {}), path=path)
 
 
@@ -303,9 +303,8 @@ def save_buffer(buffer: ReplayBuffer, path: Path | str, metadata: dict | None = 
     return path
 
 
-def _paper_split_dones(env_id: str, dones: np.ndarray, episode_start: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _paper_split_dones(spec: EnvSpec, dones: np.ndarray, episode_start: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Split the paper's ``dones`` into (terminated, truncated) by Gymnasium's time limit."""
-    spec = get_spec(env_id)
     step_in_episode = np.arange(len(dones)) - episode_start
     if spec.max_episode_steps is None:
         at_limit = np.zeros(len(dones), dtype=bool)
@@ -315,24 +314,17 @@ def _paper_split_dones(env_id: str, dones: np.ndarray, episode_start: np.ndarray
     return dones & ~truncated, truncated
 
 
-def _env_from_name(path: Path) -> str:
-    try:
-        return get_spec(path.stem).env_id
-    except UnknownEnvError:
-        raise BufferError(f"{path}: cannot tell the environment from the file name; pass env_id") from None
-
-
-def load_buffer(path: Path | str, env_id: str | None = None) -> ReplayBuffer:
+def load_buffer(path: Path | str, env: EnvSpec | str | None = None) -> ReplayBuffer:
     """Read a buffer in codeworld's format or the paper's layout (detected from its keys).
 
     Args:
         path: the ``.npz`` file.
-        env_id: the environment (default: from the sidecar, else from the file name).
+        env: the environment, a spec or an id (default: the sidecar's id, else the file name).
 
     Raises:
         BufferError: the file is missing or unreadable, lacks keys, has mismatched lengths or
             shapes, or holds NaN/inf (the message is one line).
-        UnknownEnvError: nobody knows `env_id` (see `codeworld.envs.get_spec`).
+        UnknownEnvError: nobody knows the environment (see `codeworld.envs.get_spec`).
     """
     path = Path(path)
     if not path.is_file():
@@ -349,9 +341,14 @@ def load_buffer(path: Path | str, env_id: str | None = None) -> ReplayBuffer:
             metadata = json.loads(sidecar.read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError) as exc:
             raise BufferError(f"{sidecar}: unreadable sidecar ({exc})") from None
-    if env_id is None:
-        env_id = metadata.get("env_id") or _env_from_name(path)
-    env_id = get_spec(env_id).env_id
+    named = env if env is not None else metadata.get("env_id")
+    try:
+        spec = resolve_env(named or path.stem)
+    except UnknownEnvError:
+        if named:
+            raise
+        raise BufferError(f"{path}: cannot tell the environment from the file name; "
+                          "pass env, its id or spec") from None
 
     if all(k in arrays for k in CODEWORLD_KEYS):
         source = "codeworld"
@@ -361,10 +358,10 @@ def load_buffer(path: Path | str, env_id: str | None = None) -> ReplayBuffer:
         starts = np.asarray(arrays["episode_start"]).reshape(-1).astype(np.int64)
         if len(dones) != len(starts):
             raise BufferError(f"{path}: dones has {len(dones)} rows but episode_start has {len(starts)}")
-        arrays["terminated"], arrays["truncated"] = _paper_split_dones(env_id, dones, starts)
+        arrays["terminated"], arrays["truncated"] = _paper_split_dones(spec, dones, starts)
     else:
         missing = [k for k in CODEWORLD_KEYS if k not in arrays]
         raise BufferError(f"{path}: missing key(s) {', '.join(missing)} "
                           f"(found {', '.join(sorted(arrays)) or 'none'})")
-    clean = _coerce(env_id, arrays, str(path))
-    return ReplayBuffer(env_id, **clean, source=source, metadata=metadata, path=str(path))
+    clean = _coerce(spec, arrays, str(path))
+    return ReplayBuffer(spec.env_id, **clean, source=source, metadata=metadata, path=str(path))

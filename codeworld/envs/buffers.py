@@ -30,7 +30,7 @@ from codeworld.envs.buffer_format import (
 )
 from codeworld.envs.collection import CollectionConfig, collect_buffer, collection_versions
 from codeworld.envs.derive import safe_name
-from codeworld.envs.registry import get_spec
+from codeworld.envs.registry import EnvSpec, resolve_env
 
 __all__ = [
     "BUFFER_DIR",
@@ -61,11 +61,11 @@ PAPER_BUFFER_DIR = Path(os.environ.get("CODEWORLD_PAPER_BUFFERS") or data_dir("p
 PAPER = "paper"
 
 
-def buffer_path(env_id: str, directory: Path | str | None = None) -> Path:
-    """Where the buffer of an environment is: the committed one of a CWMB environment
-    (``codeworld/data/buffers/<env_id>.npz``); for another environment, its file name under
-    `directory` (default: the user cache's ``buffers``), or a logged dataset's own file."""
-    spec = get_spec(env_id)
+def buffer_path(env: EnvSpec | str, directory: Path | str | None = None) -> Path:
+    """Where the buffer of an environment (a spec or an id) is: the committed one of a CWMB
+    environment (``codeworld/data/buffers/<env_id>.npz``); for another environment, its file name
+    under `directory` (default: the user cache's ``buffers``), or a logged dataset's own file."""
+    spec = resolve_env(env)
     if spec.dataset is not None and directory is None:
         return Path(spec.dataset)
     if spec.shipped:
@@ -73,11 +73,11 @@ def buffer_path(env_id: str, directory: Path | str | None = None) -> Path:
     return Path(directory or cache_root() / "buffers") / f"{safe_name(spec.env_id)}.npz"
 
 
-def cached_buffer_path(env_id: str, seed: int = 0) -> Path:
+def cached_buffer_path(env: EnvSpec | str, seed: int = 0) -> Path:
     """The user-cache file of the buffer collected for an environment that is not shipped:
     named by its id, and keyed by its keyword arguments, the seed, the collection protocol and the
     versions that determine the data (`collection_versions`)."""
-    spec = get_spec(env_id)
+    spec = resolve_env(env)
     key = json.dumps({"env_id": spec.env_id, "gym_id": spec.gym_id, "kwargs": dict(spec.gym_kwargs),
                       "seed": seed, "protocol": repr(CollectionConfig(seed=seed)),
                       "versions": collection_versions(), "format": FORMAT}, sort_keys=True, default=str)
@@ -85,16 +85,16 @@ def cached_buffer_path(env_id: str, seed: int = 0) -> Path:
     return cache_root() / "buffers" / f"{safe_name(spec.env_id)}-seed{seed}-{digest}.npz"
 
 
-def default_buffer(env_id: str) -> Path:
+def default_buffer(env: EnvSpec | str) -> Path:
     """The buffer a command uses when none is named: the committed one of a CWMB environment, a
     logged dataset's own file, else one collected on first use (with the paper's protocol, seed 0)
     and cached in the user cache (`cached_buffer_path`)."""
-    spec = get_spec(env_id)
+    spec = resolve_env(env)
     if spec.shipped or spec.dataset is not None:
-        return buffer_path(spec.env_id)
-    path = cached_buffer_path(spec.env_id)
+        return buffer_path(spec)
+    path = cached_buffer_path(spec)
     if not path.is_file():
-        buffer = collect_buffer(spec.env_id, CollectionConfig(seed=0))
+        buffer = collect_buffer(spec, CollectionConfig(seed=0))
         tmp = path.with_name(path.stem + f".tmp{os.getpid()}.npz")
         save_buffer(buffer, tmp)
         os.replace(sidecar_path(tmp), sidecar_path(path))
@@ -102,26 +102,28 @@ def default_buffer(env_id: str) -> Path:
     return path
 
 
-def paper_buffer_path(env_id: str, directory: Path | str | None = None) -> Path:
+def paper_buffer_path(env: EnvSpec | str, directory: Path | str | None = None) -> Path:
     """The paper's buffer of an environment (named by the paper's id), which may not exist."""
-    return Path(directory or PAPER_BUFFER_DIR) / f"{get_spec(env_id).paper_id}.npz"
+    return Path(directory or PAPER_BUFFER_DIR) / f"{resolve_env(env).paper_id}.npz"
 
 
-def resolve_buffer(env_id: str, buffer: "ReplayBuffer | str | Path | None") -> "ReplayBuffer | Path":
-    """What a ``--buffer`` argument names: None for the environment's default buffer
-    (`default_buffer`), ``"paper"`` for the paper's, else a file (or an already loaded `ReplayBuffer`, returned as it is).
+def resolve_buffer(env: EnvSpec | str, buffer: "ReplayBuffer | str | Path | None") -> "ReplayBuffer | Path":
+    """What a ``--buffer`` argument names for `env` (a spec or an id): None for the environment's
+    default buffer (`default_buffer`), ``"paper"`` for the paper's, else a file (or an already
+    loaded `ReplayBuffer`, returned as it is).
 
     Raises:
         BufferError: ``"paper"`` for an environment the paper released no buffer for.
     """
     if isinstance(buffer, ReplayBuffer):
         return buffer
+    if buffer is not None and str(buffer) != PAPER:
+        return Path(buffer)
+    spec = resolve_env(env)
     if buffer is None:
-        return default_buffer(env_id)
-    if str(buffer) == PAPER:
-        path = paper_buffer_path(env_id)
-        if not get_spec(env_id).shipped or not path.is_file():
-            raise BufferError(f"{get_spec(env_id).env_id}: the paper released no replay buffer for "
-                              f"this environment (looked for {path})")
-        return path
-    return Path(buffer)
+        return default_buffer(spec)
+    path = paper_buffer_path(spec)
+    if not spec.shipped or not path.is_file():
+        raise BufferError(f"{spec.env_id}: the paper released no replay buffer for "
+                          f"this environment (looked for {path})")
+    return path

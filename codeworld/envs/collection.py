@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from codeworld.envs.buffer_format import ReplayBuffer, make_buffer
-from codeworld.envs.registry import EnvSpec, decode_action, encode_action, encode_obs, get_spec, make_env
+from codeworld.envs.registry import EnvSpec, resolve_env
 from codeworld.envs.simstate import SimState
 
 
@@ -76,7 +76,7 @@ def _shooting_action(spec: EnvSpec, env, rng: np.random.Generator, n_sequences: 
         snap.restore(sim, start)
         total = 0.0
         for t in range(horizon):
-            _, reward, terminated, _, _ = env.unwrapped.step(decode_action(spec.env_id, sequences[k, t]))
+            _, reward, terminated, _, _ = env.unwrapped.step(spec.decode_action(sequences[k, t]))
             total += float(reward)
             if terminated:
                 break
@@ -86,8 +86,9 @@ def _shooting_action(spec: EnvSpec, env, rng: np.random.Generator, n_sequences: 
     return sequences[best, 0]
 
 
-def collect_buffer(env_id: str, config: CollectionConfig | None = None) -> ReplayBuffer:
-    """Collect a replay buffer of `env_id` with the CWMB protocol (see the module docstring).
+def collect_buffer(env: EnvSpec | str, config: CollectionConfig | None = None) -> ReplayBuffer:
+    """Collect a replay buffer of `env` (a spec or an id) with the CWMB protocol (see the module
+    docstring).
 
     An environment whose simulator cannot be saved and restored gets random episodes only (the
     planner needs to roll out from the current state); the sidecar says so.
@@ -98,8 +99,8 @@ def collect_buffer(env_id: str, config: CollectionConfig | None = None) -> Repla
     import warnings
 
     config = config or CollectionConfig()
-    spec = get_spec(env_id)
-    env = make_env(spec.env_id)
+    spec = resolve_env(env)
+    real = spec.make()
     can_plan = collection_state(spec) is not None
     rows: dict[str, list] = {k: [] for k in ("obs", "actions", "rewards", "next_obs", "terminated",
                                              "truncated", "episode_start")}
@@ -107,7 +108,7 @@ def collect_buffer(env_id: str, config: CollectionConfig | None = None) -> Repla
     for episode in range(config.episodes):
         effort = episode - config.random_episodes + 1 if can_plan else 0
         policies.append("random" if effort <= 0 else f"random_shooting(effort={effort})")
-        obs, _ = env.reset(seed=config.seed * 1000 + episode)
+        obs, _ = real.reset(seed=config.seed * 1000 + episode)
         rng = np.random.default_rng([config.seed, episode])
         start = len(rows["rewards"])
         for t in range(config.max_steps):
@@ -115,22 +116,22 @@ def collect_buffer(env_id: str, config: CollectionConfig | None = None) -> Repla
                 action = _sample_actions(spec, rng, ())
             else:
                 n_seq = config.sequences_per_effort * effort
-                action = _shooting_action(spec, env, rng, n_seq, config.horizon)
+                action = _shooting_action(spec, real, rng, n_seq, config.horizon)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                next_obs, reward, terminated, truncated, _ = env.step(decode_action(spec.env_id, action))
+                next_obs, reward, terminated, truncated, _ = real.step(spec.decode_action(action))
             cut = t + 1 == config.max_steps
-            rows["obs"].append(encode_obs(spec.env_id, obs))
-            rows["actions"].append(encode_action(spec.env_id, action))
+            rows["obs"].append(spec.encode_obs(obs))
+            rows["actions"].append(spec.encode_action(action))
             rows["rewards"].append(float(reward))
-            rows["next_obs"].append(encode_obs(spec.env_id, next_obs))
+            rows["next_obs"].append(spec.encode_obs(next_obs))
             rows["terminated"].append(bool(terminated))
             rows["truncated"].append(bool(not terminated and (truncated or cut)))
             rows["episode_start"].append(start)
             obs = next_obs
             if terminated or truncated:
                 break
-    env.close()
+    real.close()
     metadata = {
         "env_id": spec.env_id,
         "paper_id": spec.paper_id,
@@ -151,7 +152,7 @@ def collect_buffer(env_id: str, config: CollectionConfig | None = None) -> Repla
         },
     }
     arrays = {k: np.array(v) for k, v in rows.items()}
-    return make_buffer(spec.env_id, metadata=metadata, **arrays)
+    return make_buffer(spec, metadata=metadata, **arrays)
 
 
 def collection_versions() -> dict[str, str]:

@@ -50,9 +50,9 @@ from codeworld.envs.registry import (
     MCTS,
     EnvSpec,
     UnknownEnvError,
-    get_spec,
     mujoco_setter,
     register_spec,
+    resolve_env,
     runtime_spec,
     unknown_env_error,
 )
@@ -510,9 +510,7 @@ def resolve_spec(env_id: str) -> EnvSpec:
 def env_spec(env_id: str, **kwargs: Any) -> EnvSpec:
     """The spec of `env_id` made with keyword arguments, e.g. ``env_spec("FrozenLake-v1",
     is_slippery=False)`` (the same as ``get_spec("FrozenLake-v1,is_slippery=false")``)."""
-    if not kwargs:
-        return get_spec(env_id)
-    return get_spec(canonical_id(env_id, kwargs))
+    return resolve_env(canonical_id(env_id, kwargs) if kwargs else env_id)
 
 
 def register_env(env_id: str, entry_point: Any = None, *, kwargs: dict[str, Any] | None = None,

@@ -20,7 +20,7 @@ import re
 from pathlib import Path
 
 from codeworld._paths import data_dir
-from codeworld.envs.registry import EnvSpec, get_spec, list_envs
+from codeworld.envs.registry import EnvSpec, list_envs, resolve_env
 
 # Top-level docstring sections kept, matched on their lower-cased title without a trailing colon.
 KEPT_SECTIONS = (
@@ -136,15 +136,15 @@ def _spaces_text(spec: EnvSpec) -> str:
             f"numbers. Actions: {actions}.")
 
 
-def describe(env_id: str, contract: bool = True) -> str:
+def describe(env: EnvSpec | str, contract: bool = True) -> str:
     """The description of an environment: the spec's own (a user's file, a dataset's), else built
     from the installed Gymnasium docstring, cleaned as for CWMB.
 
     Args:
-        env_id: any id `get_spec` accepts.
+        env: its spec, or any id `codeworld.envs.get_spec` accepts.
         contract: append the note on the world-model contract.
     """
-    spec = get_spec(env_id)
+    spec = resolve_env(env)
     if spec.description is not None:
         text = spec.description.strip()
         if contract:
@@ -171,19 +171,21 @@ def describe(env_id: str, contract: bool = True) -> str:
     return "\n\n".join(parts) + "\n"
 
 
-def description_path(env_id: str, directory: Path | str | None = None) -> Path:
+def description_path(env: EnvSpec | str, directory: Path | str | None = None) -> Path:
     """Where the reviewable copy of an environment's description lives."""
     from codeworld.envs.derive import safe_name
 
-    return Path(directory or DESCRIPTION_DIR) / f"{safe_name(get_spec(env_id).env_id)}.md"
+    return Path(directory or DESCRIPTION_DIR) / f"{safe_name(resolve_env(env).env_id)}.md"
 
 
-def write_descriptions(directory: Path | str | None = None, env_ids: list[str] | None = None) -> list[Path]:
-    """Write the descriptions (markdown) of `env_ids` (default: all 18) into `directory`."""
+def write_descriptions(directory: Path | str | None = None,
+                       envs: list[EnvSpec | str] | None = None) -> list[Path]:
+    """Write the descriptions (markdown) of `envs`, specs or ids (default: all 18), into `directory`."""
     paths = []
-    for env_id in env_ids or list_envs():
-        path = description_path(env_id, directory)
+    for env in envs or list_envs():
+        spec = resolve_env(env)
+        path = description_path(spec, directory)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(describe(env_id), encoding="utf-8")
+        path.write_text(describe(spec), encoding="utf-8")
         paths.append(path)
     return paths

@@ -6,7 +6,10 @@ and observations look, how observations are flattened into the float64 state a w
 the tolerances the sound scorer compares with, the planner that acts in it, how to save and restore
 its simulator (the oracle; `codeworld.envs.simstate`) and how to put the true simulator into the
 state an observation describes (the ceiling), or why either cannot be done. Nothing outside this
-package asks which environment it has: it asks the spec.
+package asks which environment it has: it asks the spec. A name becomes a spec once, where a
+user gives it (`resolve_env`, called by the public functions and the commands); the spec travels
+from there, and its methods (`EnvSpec.make`, `EnvSpec.encode_obs`, ...) are what this module's
+functions (`make_env`, `encode_obs`, ...) do once they hold it.
 
 `get_spec` knows, besides the registry, any Gymnasium id (``[module:]Id[,key=value...]``; its spec
 is derived from its spaces, `codeworld.envs.derive`), logged data (``data:FILE.npz``,
@@ -211,13 +214,84 @@ class EnvSpec:
         """True when states compare exactly (integer-valued observations)."""
         return self.state_atol == 0 and self.state_rtol == 0
 
+    def make(self, **kwargs: Any):
+        """Make the Gymnasium environment (with Gymnasium's usual wrappers).
+
+        Gymnasium's deprecation notice for the ``-v4`` MuJoCo versions is silenced: the paper used
+        them on purpose.
+
+        Args:
+            **kwargs: passed to ``gymnasium.make`` (over the spec's fixed keyword arguments).
+
+        Raises:
+            ValueError: the environment is logged data, with no simulator.
+        """
+        import gymnasium as gym
+
+        if not self.simulator:
+            raise ValueError(f"{self.env_id}: {self.oracle_note}; this needs an environment to act in")
+        options = dict(self.gym_kwargs)
+        options.update(kwargs)
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*is out of date.*")
+            warnings.filterwarnings("ignore", message=".*settotalmass.*")
+            return gym.make(self.gym_id, **options)
+
+    def encode_obs(self, obs: Any) -> np.ndarray:
+        """A Gymnasium observation as the flat float64 state a world model sees."""
+        if self.obs_encoder is not None:
+            flat = np.asarray(self.obs_encoder(obs), dtype=np.float64).reshape(-1)
+        elif isinstance(obs, tuple):
+            flat = np.array([float(x) for x in obs], dtype=np.float64)
+        else:
+            flat = np.asarray(obs, dtype=np.float64).reshape(-1)
+        if flat.size != self.obs_dim:
+            raise ValueError(f"{self.env_id}: observation has {flat.size} values, expected {self.obs_dim}")
+        return flat
+
+    def encode_action(self, action: Any) -> np.ndarray:
+        """An action as the float64 vector stored in buffers (a discrete action as one number)."""
+        flat = np.asarray(action, dtype=np.float64).reshape(-1)
+        if flat.size != self.action_dim:
+            raise ValueError(f"{self.env_id}: action has {flat.size} values, expected {self.action_dim}")
+        return flat
+
+    def decode_action(self, action: np.ndarray) -> Any:
+        """A stored action row back to what the Gymnasium env takes: an int, or a float32 array.
+
+        Continuous actions go to the simulator as float32, the dtype of every CWMB action box: the
+        collected actions are float32 values (stored exactly as float64), and Gymnasium computes
+        some rewards in the action's dtype, so float32 reproduces the recorded rewards bit for bit.
+        An environment with its own action encoding (a joint discrete action, a Box of another
+        dtype or shape) decodes with its `action_decoder`.
+        """
+        if self.action_decoder is not None:
+            return self.action_decoder(np.asarray(action, dtype=np.float64).reshape(-1))
+        if self.discrete:
+            return int(round(float(np.asarray(action).reshape(-1)[0])))
+        return np.asarray(action, dtype=np.float32).reshape(-1).copy()
+
     def set_state_from_obs(self, env, obs: np.ndarray) -> None:
-        """Put the simulator of `env` into the state `obs` describes (see `set_state_from_obs`)."""
-        set_state_from_obs(env, self.env_id, obs)
+        """Put the simulator of `env` (wrapped or not) into the state the encoded `obs` describes.
+
+        Raises:
+            ValueError: for an environment whose observation does not determine its state.
+        """
+        if self.state_setter is None:
+            raise ValueError(f"{self.env_id}: the simulator cannot be set from an observation "
+                             f"({self.ceiling_note})")
+        self.state_setter(env.unwrapped, np.asarray(obs, dtype=np.float64).reshape(-1))
 
     def step_from_obs(self, env, obs: np.ndarray, action: np.ndarray) -> tuple[np.ndarray, float, bool]:
-        """The true transition from an encoded observation (see `step_from_obs`)."""
-        return step_from_obs(env, self.env_id, obs, action)
+        """The true transition from an encoded observation: (encoded next obs, reward, terminated).
+
+        Steps the unwrapped simulator (no time limit), so ``terminated`` is the env's own rule.
+        """
+        self.set_state_from_obs(env, obs)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # classic control warns when stepped after termination
+            next_obs, reward, terminated, _truncated, _info = env.unwrapped.step(self.decode_action(action))
+        return self.encode_obs(next_obs), float(reward), bool(terminated)
 
     @property
     def atol(self) -> float:
@@ -455,17 +529,21 @@ def resolve_env_id(env_id: str) -> str:
     return get_spec(env_id).env_id
 
 
-def get_spec(env_id: "str | EnvSpec") -> EnvSpec:
-    """The spec of an environment: a CWMB id (codeworld's or the paper's), a registered or
-    Gymnasium id (``[module:]Id[,key=value...]``, see `codeworld.envs.derive`), or logged data
+def get_spec(env_id: str) -> EnvSpec:
+    """Look up the spec of an environment id: a CWMB id (codeworld's or the paper's), a registered
+    or Gymnasium id (``[module:]Id[,key=value...]``, see `codeworld.envs.derive`), or logged data
     (``data:FILE.npz``, ``minari:DATASET``, see `codeworld.envs.datasets`).
+
+    Code that takes an environment from a user calls `resolve_env` once and passes the spec on.
 
     Raises:
         UnknownEnvError: (a KeyError) naming close matches, for an id nobody knows.
         UnsupportedSpaceError: (a ValueError) an environment whose spaces cannot be encoded.
+        TypeError: `env_id` is not a string.
     """
-    if isinstance(env_id, EnvSpec):
-        return env_id
+    if not isinstance(env_id, str):
+        raise TypeError(f"get_spec looks up an environment id (a str), got {type(env_id).__name__}; "
+                        "resolve_env takes an EnvSpec too")
     spec = REGISTRY.get(env_id) or REGISTRY.get(ALIASES.get(env_id, ""))
     if spec is not None:
         if spec.module is not None and spec.module not in sys.modules:
@@ -485,6 +563,24 @@ def get_spec(env_id: "str | EnvSpec") -> EnvSpec:
     return spec
 
 
+def resolve_env(env: EnvSpec | str) -> EnvSpec:
+    """The spec of an environment a user named: an `EnvSpec` as it is, an id looked up (`get_spec`).
+
+    The one place where a public entry point (a function or class a user calls with an id, such as
+    `make_env`, `codeworld.scoring.Scorer` or `codeworld.planning.evaluate`) turns its argument
+    into a spec; it passes the spec on, so nothing below it looks the id up again.
+
+    Raises:
+        UnknownEnvError: an id nobody knows (see `get_spec`).
+        TypeError: `env` is neither a spec nor a string.
+    """
+    if isinstance(env, EnvSpec):
+        return env
+    if not isinstance(env, str):
+        raise TypeError(f"an environment is an EnvSpec or an id string, got {type(env).__name__}")
+    return get_spec(env)
+
+
 def register_spec(spec: EnvSpec) -> EnvSpec:
     """Make `spec` what `get_spec(spec.env_id)` returns in this process (over a derived one).
 
@@ -499,93 +595,49 @@ def register_spec(spec: EnvSpec) -> EnvSpec:
     return spec
 
 
-def make_env(env_id: str, **kwargs: Any):
-    """Make the Gymnasium environment of an id (with Gymnasium's usual wrappers).
+# The functions below take an environment as users name it (a spec or an id); code that holds a
+# spec calls its methods (`EnvSpec.make`, `EnvSpec.encode_obs`, ...).
 
-    Gymnasium's deprecation notice for the ``-v4`` MuJoCo versions is silenced: the paper used
-    them on purpose.
+
+def make_env(env: EnvSpec | str, **kwargs: Any):
+    """Make the Gymnasium environment of `env` (see `EnvSpec.make`).
 
     Args:
-        env_id: any id `get_spec` accepts that has a simulator.
+        env: its spec, or any id `get_spec` accepts that has a simulator.
         **kwargs: passed to ``gymnasium.make`` (over the spec's fixed keyword arguments).
 
     Raises:
         ValueError: the environment is logged data, with no simulator.
     """
-    import gymnasium as gym
-
-    spec = get_spec(env_id)
-    if not spec.simulator:
-        raise ValueError(f"{spec.env_id}: {spec.oracle_note}; this needs an environment to act in")
-    options = dict(spec.gym_kwargs)
-    options.update(kwargs)
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=".*is out of date.*")
-        warnings.filterwarnings("ignore", message=".*settotalmass.*")
-        return gym.make(spec.gym_id, **options)
+    return resolve_env(env).make(**kwargs)
 
 
-def encode_obs(env_id: str, obs: Any) -> np.ndarray:
-    """A Gymnasium observation of `env_id` as the flat float64 state a world model sees."""
-    spec = get_spec(env_id)
-    if spec.obs_encoder is not None:
-        flat = np.asarray(spec.obs_encoder(obs), dtype=np.float64).reshape(-1)
-    elif isinstance(obs, tuple):
-        flat = np.array([float(x) for x in obs], dtype=np.float64)
-    else:
-        flat = np.asarray(obs, dtype=np.float64).reshape(-1)
-    if flat.size != spec.obs_dim:
-        raise ValueError(f"{spec.env_id}: observation has {flat.size} values, expected {spec.obs_dim}")
-    return flat
+def encode_obs(env: EnvSpec | str, obs: Any) -> np.ndarray:
+    """A Gymnasium observation of `env` as the flat float64 state a world model sees."""
+    return resolve_env(env).encode_obs(obs)
 
 
-def encode_action(env_id: str, action: Any) -> np.ndarray:
-    """An action as the float64 vector stored in buffers (a discrete action as one number)."""
-    spec = get_spec(env_id)
-    flat = np.asarray(action, dtype=np.float64).reshape(-1)
-    if flat.size != spec.action_dim:
-        raise ValueError(f"{spec.env_id}: action has {flat.size} values, expected {spec.action_dim}")
-    return flat
+def encode_action(env: EnvSpec | str, action: Any) -> np.ndarray:
+    """An action of `env` as the float64 vector stored in buffers (see `EnvSpec.encode_action`)."""
+    return resolve_env(env).encode_action(action)
 
 
-def decode_action(env_id: str, action: np.ndarray) -> Any:
-    """A stored action row back to what the Gymnasium env takes: an int, or a float32 array.
-
-    Continuous actions go to the simulator as float32, the dtype of every CWMB action box: the
-    collected actions are float32 values (stored exactly as float64), and Gymnasium computes some
-    rewards in the action's dtype, so float32 reproduces the recorded rewards bit for bit. An
-    environment with its own action encoding (a joint discrete action, a Box of another dtype or
-    shape) decodes with its spec's `action_decoder`.
-    """
-    spec = get_spec(env_id)
-    if spec.action_decoder is not None:
-        return spec.action_decoder(np.asarray(action, dtype=np.float64).reshape(-1))
-    if spec.discrete:
-        return int(round(float(np.asarray(action).reshape(-1)[0])))
-    return np.asarray(action, dtype=np.float32).reshape(-1).copy()
+def decode_action(env: EnvSpec | str, action: np.ndarray) -> Any:
+    """A stored action row of `env` back to what its Gymnasium env takes (see `EnvSpec.decode_action`)."""
+    return resolve_env(env).decode_action(action)
 
 
-def set_state_from_obs(env, env_id: str, obs: np.ndarray) -> None:
-    """Put the simulator of `env` (wrapped or not) into the state the encoded `obs` describes.
+def set_state_from_obs(env, spec: EnvSpec | str, obs: np.ndarray) -> None:
+    """Put the simulator of `env` into the state the encoded `obs` describes (see
+    `EnvSpec.set_state_from_obs`).
 
     Raises:
         ValueError: for an environment whose observation does not determine its state.
     """
-    spec = get_spec(env_id)
-    if spec.state_setter is None:
-        raise ValueError(f"{spec.env_id}: the simulator cannot be set from an observation "
-                         f"({spec.ceiling_note})")
-    spec.state_setter(env.unwrapped, np.asarray(obs, dtype=np.float64).reshape(-1))
+    resolve_env(spec).set_state_from_obs(env, obs)
 
 
-def step_from_obs(env, env_id: str, obs: np.ndarray, action: np.ndarray) -> tuple[np.ndarray, float, bool]:
-    """The true transition from an encoded observation: (encoded next obs, reward, terminated).
-
-    Steps the unwrapped simulator (no time limit), so ``terminated`` is the env's own rule.
-    """
-    set_state_from_obs(env, env_id, obs)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # classic control warns when stepped after termination
-        next_obs, reward, terminated, _truncated, _info = env.unwrapped.step(decode_action(env_id, action))
-    return encode_obs(env_id, next_obs), float(reward), bool(terminated)
-
+def step_from_obs(env, spec: EnvSpec | str, obs: np.ndarray, action: np.ndarray) -> tuple[np.ndarray, float, bool]:
+    """The true transition from an encoded observation: (encoded next obs, reward, terminated)
+    (see `EnvSpec.step_from_obs`)."""
+    return resolve_env(spec).step_from_obs(env, obs, action)

@@ -20,13 +20,16 @@ import os
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
 from codeworld.planning.planners import ModelAccess, decision_seed
 from codeworld.planning.registry import (SPEED_ONLY_FIELDS, config_to_dict, get_planner, make_config, make_planner,
                                          planner_of)
+
+if TYPE_CHECKING:
+    from codeworld.envs import EnvSpec
 
 Progress = Callable[[str, int, int], None]  # (policy, episode, step)
 # One planning decision with a model in its sandbox worker (`codeworld plan`, `evaluate`).
@@ -161,14 +164,12 @@ class _Stop(Exception):
         self.status = status
 
 
-def _run_episodes(policy: str, env_id: str, episodes: int, seed: int, max_steps: int | None,
+def _run_episodes(policy: str, spec: EnvSpec, episodes: int, seed: int, max_steps: int | None,
                   decide: Callable[[Any, np.ndarray, int, int], list], on_episode: Callable[[int], None] | None,
                   progress: Progress | None) -> ReturnStats:
-    from codeworld.envs import make_env
-
     stats = ReturnStats(policy)
     begin = time.monotonic()
-    env = make_env(env_id)
+    env = spec.make()
     try:
         for episode in range(episodes):
             obs, _ = env.reset(seed=seed + episode)
@@ -197,7 +198,7 @@ def _run_episodes(policy: str, env_id: str, episodes: int, seed: int, max_steps:
     return stats
 
 
-def run_random(env_id: str, episodes: int = 10, seed: int = 0, max_steps: int | None = None,
+def run_random(spec: EnvSpec, episodes: int = 10, seed: int = 0, max_steps: int | None = None,
                progress: Progress | None = None) -> ReturnStats:
     """Returns of a uniformly random policy (the action space seeded per episode)."""
     spaces: dict = {}
@@ -211,18 +212,16 @@ def run_random(env_id: str, episodes: int = 10, seed: int = 0, max_steps: int | 
             spaces["space"] = env.action_space
         return [spaces["space"].sample()]
 
-    return _run_episodes("random", env_id, episodes, seed, max_steps, decide, on_episode, progress)
+    return _run_episodes("random", spec, episodes, seed, max_steps, decide, on_episode, progress)
 
 
-def run_oracle(env_id: str, config=None, episodes: int = 10, seed: int = 0, max_steps: int | None = None,
+def run_oracle(spec: EnvSpec, config=None, episodes: int = 10, seed: int = 0, max_steps: int | None = None,
                progress: Progress | None = None) -> ReturnStats:
     """Returns of the planner using the true simulator as its model (restored per simulated step)."""
-    from codeworld.envs import decode_action, get_spec
     from codeworld.planning.oracle import OracleModel
 
-    spec = get_spec(env_id)
     config = config or make_config(spec.planner)
-    oracle = OracleModel(spec.env_id)
+    oracle = OracleModel(spec)
     planner = make_planner(config, spec)
     access = ModelAccess(step_batch=oracle.step_batch, oracle=True)
     try:
@@ -230,16 +229,16 @@ def run_oracle(env_id: str, config=None, episodes: int = 10, seed: int = 0, max_
             if t == 0:
                 planner.reset()
             actions = planner.act(access, oracle.state_of(env), decision_seed(seed, episode, t))
-            return [decode_action(spec.env_id, a) for a in actions]
+            return [spec.decode_action(a) for a in actions]
 
-        stats = _run_episodes("oracle", spec.env_id, episodes, seed, max_steps, decide, None, progress)
+        stats = _run_episodes("oracle", spec, episodes, seed, max_steps, decide, None, progress)
     finally:
         oracle.close()
     stats.model_steps = oracle.steps
     return stats
 
 
-def run_model(env_id: str, source: str, config=None, episodes: int = 10, seed: int = 0,
+def run_model(spec: EnvSpec, source: str, config=None, episodes: int = 10, seed: int = 0,
               max_steps: int | None = None, decision_timeout_s: float = DEFAULT_DECISION_TIMEOUT_S,
               compile: bool = True, progress: Progress | None = None, limits=None) -> ReturnStats:
     """Returns of the planner using a code world model, planned with inside a sandbox worker.
@@ -247,12 +246,10 @@ def run_model(env_id: str, source: str, config=None, episodes: int = 10, seed: i
     A model that fails to load, raises, returns something outside the contract, or takes longer
     than `decision_timeout_s` for one decision ends the run with that sandbox status and message.
     """
-    from codeworld.envs import decode_action, encode_obs, get_spec
     from codeworld.planning.ops import plan_act, plan_reset
     from codeworld.model_worker import ModelWorker
     from codeworld.sandbox import SandboxLimits
 
-    spec = get_spec(env_id)
     config = config or make_config(spec.planner)
     from codeworld.model import ModelSourceError
 
@@ -275,14 +272,14 @@ def run_model(env_id: str, source: str, config=None, episodes: int = 10, seed: i
                 if not started.ok:
                     raise _Stop(started.status, f"loading the model failed: {started.summary()}")
             result = worker.call(plan_act, timeout_s=decision_timeout_s,
-                                 state=encode_obs(spec.env_id, obs), seed=decision_seed(seed, episode, t))
+                                 state=spec.encode_obs(obs), seed=decision_seed(seed, episode, t))
             if not result.ok:
                 where = f"episode {episode}, step {t}"
                 raise _Stop(result.status, f"the model failed while planning ({where}): {result.summary()}")
             model_steps += int(result.value["model_steps"])
-            return [decode_action(spec.env_id, a) for a in result.value["actions"]]
+            return [spec.decode_action(a) for a in result.value["actions"]]
 
-        stats = _run_episodes("model", spec.env_id, episodes, seed, max_steps, decide, None, progress)
+        stats = _run_episodes("model", spec, episodes, seed, max_steps, decide, None, progress)
     finally:
         worker.close()
     stats.model_steps = model_steps
@@ -313,12 +310,12 @@ def _cache_key(policy: str, env_id: str, config: dict | None, episodes: int, see
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:24]
 
 
-def _cached(policy: str, env_id: str, config: dict | None, episodes: int, seed: int, max_steps: int | None,
+def _cached(policy: str, spec: EnvSpec, config: dict | None, episodes: int, seed: int, max_steps: int | None,
             use_cache: bool, compute: Callable[[], ReturnStats]) -> ReturnStats:
     from codeworld.envs.derive import safe_name
 
-    key = _cache_key(policy, env_id, config, episodes, seed, max_steps)
-    path = cache_dir() / f"{safe_name(env_id)}-{policy}-{key}.json"
+    key = _cache_key(policy, spec.env_id, config, episodes, seed, max_steps)
+    path = cache_dir() / f"{safe_name(spec.env_id)}-{policy}-{key}.json"
     if use_cache and path.exists():
         data = json.loads(path.read_text())
         data.pop("mean", None)
@@ -345,14 +342,15 @@ POLICIES = ("random", "oracle", "model")
 UNLIMITED_ENV_MAX_STEPS = 100
 
 
-def evaluate(env_id: str, source: str | None = None, config=None, *, episodes: int = 10, seed: int = 0,
+def evaluate(env: EnvSpec | str, source: str | None = None, config=None, *, episodes: int = 10, seed: int = 0,
              max_steps: int | None = None, policies: tuple[str, ...] = POLICIES, use_cache: bool = True,
              decision_timeout_s: float = DEFAULT_DECISION_TIMEOUT_S, compile: bool = True,
              progress: Progress | None = None) -> PlanEvaluation:
     """Evaluate a code world model by the return its planner earns on the real environment.
 
     Args:
-        env_id: a CWMB environment id.
+        env: the environment's spec, or its id (any `codeworld.envs.get_spec` takes that has a
+            simulator).
         source: the model program (needed when ``"model"`` is in `policies`).
         config: a registered planner's config, such as an `MctsConfig` or `CemConfig` (default:
             the paper's, for the env's planner).
@@ -366,10 +364,10 @@ def evaluate(env_id: str, source: str | None = None, config=None, *, episodes: i
         compile: try to compile the model with Numba (else it runs on the Python path).
         progress: called as ``progress(policy, episode, step)`` after every real step.
     """
-    from codeworld.envs import get_spec
+    from codeworld.envs import resolve_env
     from codeworld.planning.oracle import OracleUnavailable
 
-    spec = get_spec(env_id)
+    spec = resolve_env(env)
     if not spec.simulator:
         raise ValueError(f"{spec.env_id} is logged data without a simulator: planning needs an "
                          "environment to act in (name a Gymnasium id instead)")
@@ -382,18 +380,18 @@ def evaluate(env_id: str, source: str | None = None, config=None, *, episodes: i
         raise ValueError(f"unknown policies {sorted(unknown)} (known: {', '.join(POLICIES)})")
     result = PlanEvaluation(spec.env_id, seed, episodes, max_steps, cfg)
     if "random" in policies:
-        result.random = _cached("random", spec.env_id, None, episodes, seed, max_steps, use_cache,
-                                lambda: run_random(spec.env_id, episodes, seed, max_steps, progress))
+        result.random = _cached("random", spec, None, episodes, seed, max_steps, use_cache,
+                                lambda: run_random(spec, episodes, seed, max_steps, progress))
     if "oracle" in policies:
         try:
             key_cfg = {k: v for k, v in cfg.items() if k not in SPEED_ONLY_FIELDS}
-            result.oracle = _cached("oracle", spec.env_id, key_cfg, episodes, seed, max_steps, use_cache,
-                                    lambda: run_oracle(spec.env_id, config, episodes, seed, max_steps, progress))
+            result.oracle = _cached("oracle", spec, key_cfg, episodes, seed, max_steps, use_cache,
+                                    lambda: run_oracle(spec, config, episodes, seed, max_steps, progress))
         except OracleUnavailable as exc:
             result.oracle = ReturnStats("oracle", status="unavailable", message=str(exc))
     if "model" in policies:
         if source is None:
             raise ValueError("evaluating the model needs its source")
-        result.model = run_model(spec.env_id, source, config, episodes, seed, max_steps, decision_timeout_s,
+        result.model = run_model(spec, source, config, episodes, seed, max_steps, decision_timeout_s,
                                  compile, progress)
     return result

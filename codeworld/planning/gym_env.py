@@ -19,7 +19,7 @@ on from a missing state.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 import numpy as np
@@ -28,6 +28,9 @@ from gymnasium.vector.utils import batch_space
 
 from codeworld.model_worker import loaded_model
 from codeworld.sandbox.ops import OpFailure
+
+if TYPE_CHECKING:
+    from codeworld.envs import EnvSpec
 
 # Seeded resets of the real environment drawn from by `reset` and autoreset (see `StartStates`).
 DEFAULT_START_POOL = 1024
@@ -57,7 +60,7 @@ def _decodable(space: gym.Space) -> bool:
     return isinstance(space, gym.spaces.Tuple) and all(isinstance(s, gym.spaces.Discrete) for s in space)
 
 
-def model_spaces(spec, real_env=None, encoded: bool = False) -> tuple[gym.Space, gym.Space]:
+def model_spaces(spec: EnvSpec, real_env=None, encoded: bool = False) -> tuple[gym.Space, gym.Space]:
     """The (observation, action) spaces a policy trained in the model sees.
 
     The real environment's spaces when the model's flat encoding maps back to them (a Box, a
@@ -123,7 +126,7 @@ class StartStates:
         size: how many resets make a pool.
     """
 
-    def __init__(self, spec, real_env=None, size: int = DEFAULT_START_POOL):
+    def __init__(self, spec: EnvSpec, real_env=None, size: int = DEFAULT_START_POOL):
         self.spec = spec
         self.real = real_env
         self.size = int(size)
@@ -134,28 +137,24 @@ class StartStates:
     def pool(self, seed: int | None = None) -> np.ndarray:
         if self._pool is not None and (seed is None or seed == self._seed):
             return self._pool
-        from codeworld.envs import encode_obs
-
         if self.real is None:
             from codeworld.envs.buffer_format import load_buffer
             from codeworld.envs.buffers import default_buffer
 
-            buffer = load_buffer(default_buffer(self.spec.env_id), self.spec.env_id)
+            buffer = load_buffer(default_buffer(self.spec), self.spec)
             firsts = np.unique(buffer.episode_start)
             self._pool = np.ascontiguousarray(buffer.obs[firsts], dtype=np.float64).reshape(len(firsts), -1)
         else:
             self._pool = np.stack([
-                encode_obs(self.spec.env_id, self.real.reset(seed=None if seed is None else seed + i)[0])
+                self.spec.encode_obs(self.real.reset(seed=None if seed is None else seed + i)[0])
                 for i in range(self.size)])
         self._seed = seed
         return self._pool
 
     def one(self, seed: int | None) -> np.ndarray:
         """One start state: a real reset with `seed` (with a simulator), else a recorded start drawn by it."""
-        from codeworld.envs import encode_obs
-
         if self.real is not None:
-            return encode_obs(self.spec.env_id, self.real.reset(seed=seed)[0])
+            return self.spec.encode_obs(self.real.reset(seed=seed)[0])
         pool = self.pool()
         return pool[np.random.default_rng(seed).integers(len(pool))].copy()
 
@@ -163,14 +162,13 @@ class StartStates:
 class _ModelBackend:
     """What both envs share: the spec, the real env (spaces, start states), the worker with the model."""
 
-    def __init__(self, env, source: str, compile: bool, limits, start_pool: int = DEFAULT_START_POOL,
+    def __init__(self, spec: EnvSpec, source: str, compile: bool, limits, start_pool: int = DEFAULT_START_POOL,
                  encoded_spaces: bool = False):
-        from codeworld.envs import get_spec, make_env
         from codeworld.model_worker import ModelWorker
         from codeworld.sandbox import SandboxLimits
 
-        self.spec = get_spec(env)
-        self.real = make_env(self.spec.env_id) if self.spec.simulator else None
+        self.spec = spec
+        self.real = spec.make() if spec.simulator else None
         self.observation_space, self.action_space = model_spaces(self.spec, self.real, encoded_spaces)
         self.starts = StartStates(self.spec, self.real, start_pool)
         self.worker = ModelWorker(source, discrete=self.spec.discrete, compile=compile,
@@ -214,9 +212,11 @@ class CodeWorldEnv(gym.Env):
 
     metadata = {"render_modes": []}
 
-    def __init__(self, env, source: str, *, compile: bool = True, max_episode_steps: int | None = None,
-                 limits=None):
-        self._backend = _ModelBackend(env, source, compile, limits)
+    def __init__(self, env: EnvSpec | str, source: str, *, compile: bool = True,
+                 max_episode_steps: int | None = None, limits=None):
+        from codeworld.envs import resolve_env
+
+        self._backend = _ModelBackend(resolve_env(env), source, compile, limits)
         self.observation_space = self._backend.observation_space
         self.action_space = self._backend.action_space
         self.max_episode_steps = max_episode_steps or self._backend.spec.max_episode_steps
@@ -436,13 +436,15 @@ class CodeWorldVectorEnv(VectorEnv):
     transitions the model predicted.
     """
 
-    def __init__(self, env, source: str, num_envs: int, *, compile: bool = True,
+    def __init__(self, env: EnvSpec | str, source: str, num_envs: int, *, compile: bool = True,
                  max_episode_steps: int | None = None, limits=None,
                  autoreset_mode: AutoresetMode = AutoresetMode.NEXT_STEP,
                  start_pool: int = DEFAULT_START_POOL, encoded_spaces: bool = False):
+        from codeworld.envs import resolve_env
+
         if autoreset_mode not in (AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP):
             raise ValueError(f"autoreset mode {autoreset_mode} is not supported (next-step or same-step)")
-        self._backend = _ModelBackend(env, source, compile, limits, start_pool, encoded_spaces)
+        self._backend = _ModelBackend(resolve_env(env), source, compile, limits, start_pool, encoded_spaces)
         self.metadata = {"autoreset_mode": autoreset_mode, "render_modes": []}
         self.num_envs = int(num_envs)
         self.single_observation_space = self._backend.observation_space

@@ -18,12 +18,15 @@ generator; logged data has no simulator).
 from __future__ import annotations
 
 import warnings
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from codeworld.envs import simstate
 from codeworld.envs.simstate import SimState
+
+if TYPE_CHECKING:
+    from codeworld.envs import EnvSpec
 
 
 # The mechanisms live with the environment specs; the names stay importable from here.
@@ -42,23 +45,23 @@ class OracleModel:
     """The true simulator of an environment behind a batched step (in the parent: it is trusted).
 
     Args:
-        env_id: the environment.
+        env: the environment's spec, or its id.
 
     Raises:
         OracleUnavailable: its simulator cannot be saved and restored (the message says why).
     """
 
-    def __init__(self, env_id: str):
-        from codeworld.envs import get_spec, make_env
+    def __init__(self, env: EnvSpec | str):
+        from codeworld.envs import resolve_env
 
-        self.spec = get_spec(env_id)
+        self.spec = resolve_env(env)
         if not self.spec.has_oracle:
             raise OracleUnavailable(self.spec.oracle_note)
         self.sim_state: SimState = self.spec.sim_state
         # A mechanism whose saved state is not a vector (a deep copy): the planner's state is the
         # index of the saved object here.
         self._saved: list[Any] | None = None if self.sim_state.vector else []
-        self.env = make_env(self.spec.env_id)
+        self.env = self.spec.make()
         self.env.reset(seed=0)
         self.sim = self.env.unwrapped
         self.steps = 0
@@ -91,8 +94,6 @@ class OracleModel:
 
     def step_batch(self, states: np.ndarray, actions: np.ndarray):
         """Step the true simulator from each state: (next_states, rewards, dones)."""
-        from codeworld.envs import decode_action
-
         n = len(states)
         next_states = np.empty_like(states, dtype=np.float64)
         rewards = np.empty(n)
@@ -103,7 +104,7 @@ class OracleModel:
                 self._restore(states[i])
                 if self._rng is not None:
                     self.sim.np_random = np.random.default_rng(int(self._rng.integers(2**63)))
-                _obs, reward, terminated, _trunc, _info = self.sim.step(decode_action(self.spec.env_id, actions[i]))
+                _obs, reward, terminated, _trunc, _info = self.sim.step(self.spec.decode_action(actions[i]))
                 next_states[i] = self._save(self.sim)
                 rewards[i] = float(reward)
                 dones[i] = bool(terminated)

@@ -27,7 +27,7 @@ count as wrong in every component.
 
 Every report carries two references computed on the same data and in the same mode: the *floor*,
 a do-nothing model (state unchanged, the most frequent reward, never done), and the *ceiling*,
-the true simulator set from each observation (`codeworld.envs.step_from_obs`; not available where
+the true simulator set from each observation (`EnvSpec.step_from_obs`; not available where
 the observation does not determine the simulator's state, as for Blackjack's cards, nor for logged
 data: the report then says why, from the spec).
 """
@@ -43,7 +43,7 @@ import numpy as np
 
 from codeworld._backend import backend
 from codeworld.envs.buffers import ReplayBuffer, load_buffer, resolve_buffer
-from codeworld.envs.registry import EnvSpec, get_spec, make_env, step_from_obs
+from codeworld.envs.registry import EnvSpec, resolve_env
 from codeworld.scoring.report import Reference, ScoreReport
 
 if TYPE_CHECKING:
@@ -230,15 +230,14 @@ def ceiling_predictions(buffer: ReplayBuffer, spec: EnvSpec) -> Predictions | No
     """The true simulator used as the model, set from each observation (trusted, in-process)."""
     if not spec.settable:
         return None
-    env = make_env(spec.env_id)
+    env = spec.make()
     n = len(buffer)
     next_states = np.empty_like(buffer.next_obs)
     rewards = np.empty(n)
     dones = np.zeros(n, bool)
     try:
         for i in range(n):
-            next_states[i], rewards[i], dones[i] = step_from_obs(env, spec.env_id, buffer.obs[i],
-                                                                 buffer.actions[i])
+            next_states[i], rewards[i], dones[i] = spec.step_from_obs(env, buffer.obs[i], buffer.actions[i])
     finally:
         env.close()
     return Predictions(next_states, rewards, dones, n)
@@ -258,25 +257,25 @@ class Scorer:
     The references are computed once (on first use) and reused for every model scored.
 
     Args:
-        env_id: codeworld's or the paper's environment id.
+        env: the environment's spec, or its id (codeworld's, the paper's, any `get_spec` takes).
         buffer: a `ReplayBuffer`, a path to a buffer file (codeworld's or the paper's layout),
-            ``"paper"`` for the paper's buffer, or None for the committed buffer
-            ``codeworld/data/buffers/<env_id>.npz``.
+            ``"paper"`` for the paper's buffer, or None for the environment's default buffer
+            (`codeworld.envs.buffers.default_buffer`: the committed one of a CWMB environment).
         mode: ``"sound"`` (default) or ``"paper"``.
         references: compute the floor and ceiling for reports.
         compile: let workers try to compile models with Numba (native loop).
         limits: sandbox limits for the workers (`codeworld.sandbox.SandboxLimits`).
     """
 
-    def __init__(self, env_id: str, buffer: ReplayBuffer | str | Path | None = None, *,
+    def __init__(self, env: EnvSpec | str, buffer: ReplayBuffer | str | Path | None = None, *,
                  mode: str = SOUND, references: bool = True, compile: bool = True,
                  limits: Any = None):
-        self.spec = get_spec(env_id)
+        self.spec = resolve_env(env)
         if mode not in MODES:
             raise ValueError(f"unknown scoring mode {mode!r} (use one of {', '.join(MODES)})")
-        buffer = resolve_buffer(self.spec.env_id, buffer)
+        buffer = resolve_buffer(self.spec, buffer)
         if not isinstance(buffer, ReplayBuffer):
-            buffer = load_buffer(buffer, self.spec.env_id)
+            buffer = load_buffer(buffer, self.spec)
         if buffer.env_id != self.spec.env_id:
             raise ValueError(f"the buffer is for {buffer.env_id}, not {self.spec.env_id}")
         self.buffer = buffer
@@ -483,9 +482,9 @@ class Scorer:
         }
 
 
-def score_model(env_id: str, source: str, buffer: ReplayBuffer | str | Path | None = None, *,
+def score_model(env: EnvSpec | str, source: str, buffer: ReplayBuffer | str | Path | None = None, *,
                 mode: str = SOUND, references: bool = True, compile: bool = True,
                 timeout_s: float | None = None) -> ScoreReport:
     """Score one model program on a buffer (see `Scorer`); a convenience for one-off use."""
-    scorer = Scorer(env_id, buffer, mode=mode, references=references, compile=compile)
+    scorer = Scorer(env, buffer, mode=mode, references=references, compile=compile)
     return scorer.score_source(source, timeout_s=timeout_s)
