@@ -409,8 +409,6 @@ class WorldCoderAgent:
     # ------------------------------------------------------------------ run directory
 
     def _save_level(self, result: LevelResult) -> None:
-        if self.run_dir is None:
-            return
         folder = self.run_dir / "levels" / f"{self.level_index:02d}-{result.level}"
         write_atomic(folder / "level.json", json.dumps(result.to_json(), indent=2, default=str) + "\n")
         if result.final_program is not None:
@@ -421,8 +419,6 @@ class WorldCoderAgent:
         self._save_summary()
 
     def _save_summary(self) -> None:
-        if self.run_dir is None:
-            return
         summary = {"config": asdict(self.config), "levels": [summary_row(r) for r in self.results]}
         write_atomic(self.run_dir / "accounting.json", json.dumps(summary, indent=2, default=str) + "\n")
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
-import json
 import time
 import traceback
 from pathlib import Path
@@ -97,7 +96,9 @@ def run(args: argparse.Namespace) -> int:
     table.data["minutes"] = minutes
     table.data["missing"] = table.missing
     if out.is_dir():
-        (out / "demo.json").write_text(json.dumps(table.data, indent=2) + "\n", encoding="utf-8")
+        from codeworld.synthesis import RunDir
+
+        RunDir(out).save_record("demo.json", table.data)
     print("\nresult")
     print(table.text())
     print(f"\nrun directory: {out}  (inspect with: codeworld show {out})")

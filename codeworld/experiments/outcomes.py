@@ -50,13 +50,10 @@ def program_outcome(record: dict[str, Any]) -> str:
 
 def run_outcomes(run_dir: Path | str) -> list[dict[str, Any]]:
     """Per program of a run directory, in call order: its call (1-based) and outcome."""
-    import json
+    from codeworld.synthesis import RunDir
 
-    out = []
-    for path in sorted((Path(run_dir) / "programs").glob("[0-9]*.json")):
-        record = json.loads(path.read_text(encoding="utf-8"))
-        out.append({"call": int(path.stem) + 1, "outcome": program_outcome(record)})
-    return out
+    return [{"call": call + 1, "outcome": program_outcome(record)}
+            for call, record in sorted(RunDir(run_dir).program_reports().items())]
 
 
 def outcome_counts(outcomes: Iterable[str]) -> dict[str, int]:

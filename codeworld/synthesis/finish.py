@@ -1,8 +1,8 @@
 """After the search: compose the best programs, fit the constants, make it fast (checked); record all.
 
-`finish_run` is called once by `codeworld.synthesis.runner.synthesize` when a `FinishConfig` is
-given. It needs an evaluator that scores with a `codeworld.scoring.Scorer` (``evaluator.scorer``);
-with any other evaluator it records that it was skipped. Files written to the run directory:
+`finish_run` is the finish step of a CWMB world (`codeworld.synthesis.cwmb.make_cwmb_world`):
+`codeworld.synthesis.run.Run` calls it once after the search, with the run's `FinishConfig`.
+Files it writes to the run directory (through `RunDir`):
 
     compose.json        which program each output component came from, the scores, the verdict
     composed_model.py   the composed program (kept or not)
@@ -19,10 +19,8 @@ are rewritten.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from codeworld.model_worker import PROGRAM_TIMEOUT_S
 from codeworld.synthesis.config import FinishConfig
 
 COMPOSE_FILE = "compose.json"
@@ -31,10 +29,6 @@ FIT_FILE = "fit.json"
 FITTED_MODEL_FILE = "fitted_model.py"
 SPEED_FILE = "speed.json"
 FAST_MODEL_FILE = "best_model_fast.py"
-
-
-def _dump(data: Any) -> str:
-    return json.dumps(data, indent=2, default=str) + "\n"
 
 
 _COMPOSE_STATUS = {"one_program": "not needed, one program is best at every component",
@@ -53,20 +47,10 @@ def compose_verdict(compose: dict) -> str:
             + ("now the best program" if compose.get("became_best") else "not kept"))
 
 
-def _write_best(run_dir: Any, source: str, origin: dict, evaluation: Any) -> None:
-    from codeworld.synthesis.run_dir import BEST_MODEL_FILE, BEST_REPORT_FILE, write_atomic
-
-    write_atomic(run_dir.path / BEST_MODEL_FILE, source)
-    write_atomic(run_dir.path / BEST_REPORT_FILE, _dump(
-        {**origin, "program": BEST_MODEL_FILE, **evaluation.to_json()}))
-
-
 def _compose(result: Any, evaluator: Any, scorer: Any, config: FinishConfig, timeout_s: float,
              run_dir: Any) -> dict:
     """Compose the run's best programs; the composition replaces the best when it scores higher."""
     from codeworld.synthesis.compose import compose_programs
-    from codeworld.synthesis.run_dir import write_atomic
-
     ranked = sorted(result.programs, key=lambda p: -p[2])
     candidates = [(result.best_call, result.best_program)]
     seen = {result.best_program}
@@ -86,12 +70,12 @@ def _compose(result: Any, evaluator: Any, scorer: Any, config: FinishConfig, tim
             result.best_evaluation = evaluation
             compose_record["became_best"] = True
             if run_dir is not None:
-                _write_best(run_dir, composition.source,
-                            {"call": result.best_call, "composed_from": composition.calls}, evaluation)
+                run_dir.save_best(result.best_call, composition.source, evaluation,
+                                  {"composed_from": composition.calls})
         if run_dir is not None:
-            write_atomic(run_dir.path / COMPOSED_MODEL_FILE, composition.source)
+            run_dir.save_text(COMPOSED_MODEL_FILE, composition.source)
     if run_dir is not None:
-        write_atomic(run_dir.path / COMPOSE_FILE, _dump(compose_record))
+        run_dir.save_record(COMPOSE_FILE, compose_record)
     return {k: compose_record[k] for k in ("status", "calls", "best_before", "score", "became_best")}
 
 
@@ -100,19 +84,15 @@ def finish_run(result: Any, evaluator: Any, config: FinishConfig, run_dir: Any =
 
     Args:
         result: the `SynthesisResult` (its best program and evaluation may be replaced).
-        evaluator: the run's evaluator; its ``scorer`` gives the environment and buffer.
+        evaluator: the CWMB world's `ScorerEvaluator`; its ``scorer`` gives the environment and
+            the training episodes, its ``timeout_s`` the limit of one scoring pass.
         config: which steps to run, and the fit's settings.
         run_dir: the run directory to write into, if any.
     """
-    from codeworld.synthesis.run_dir import write_atomic
-
-    scorer = getattr(evaluator, "scorer", None)
     if result.best_program is None or result.best_evaluation is None:
         return {"skipped": "no program"}
-    if scorer is None:
-        return {"skipped": "the evaluator has no scorer"}
+    scorer, timeout_s = evaluator.scorer, evaluator.timeout_s
     record: dict = {"call": result.best_call}
-    timeout_s = getattr(evaluator, "timeout_s", PROGRAM_TIMEOUT_S)
 
     if config.compose and not result.best_evaluation.buggy:
         record["compose"] = _compose(result, evaluator, scorer, config, timeout_s, run_dir)
@@ -133,12 +113,12 @@ def finish_run(result: Any, evaluator: Any, config: FinishConfig, run_dir: Any =
                 result.best_evaluation = evaluation
                 fit_record["became_best"] = True
                 if run_dir is not None:
-                    _write_best(run_dir, fit.source, {"call": result.best_call,
-                                                      "fitted_from": result.best_call}, evaluation)
+                    run_dir.save_best(result.best_call, fit.source, evaluation,
+                                      {"fitted_from": result.best_call})
         if run_dir is not None:
-            write_atomic(run_dir.path / FIT_FILE, _dump(fit_record))
+            run_dir.save_record(FIT_FILE, fit_record)
             if fit.fitted_source is not None:
-                write_atomic(run_dir.path / FITTED_MODEL_FILE, fit.fitted_source)
+                run_dir.save_text(FITTED_MODEL_FILE, fit.fitted_source)
         record["fit"] = {k: fit_record[k] for k in ("accepted", "became_best", "heldout_before",
                                                      "heldout_after", "score_before", "score_after")}
 
@@ -150,9 +130,9 @@ def finish_run(result: Any, evaluator: Any, config: FinishConfig, run_dir: Any =
                            discrete=scorer.spec.discrete, timeout_s=timeout_s)
         speed_record = {"call": result.best_call, **speed.to_json()}
         if run_dir is not None:
-            write_atomic(run_dir.path / SPEED_FILE, _dump(speed_record))
+            run_dir.save_record(SPEED_FILE, speed_record)
             if speed.ported:
-                write_atomic(run_dir.path / FAST_MODEL_FILE, speed.source)
+                run_dir.save_text(FAST_MODEL_FILE, speed.source)
         if speed.ported:
             result.fast_program = speed.source
         record["speed"] = {k: speed_record[k] for k in ("compiled", "ported", "how", "steps_per_s")}

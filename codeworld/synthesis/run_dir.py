@@ -499,11 +499,27 @@ class RunDir:
         write_atomic(self.path / ACCOUNTING_FILE, _dump(accounting))
         if best is not None:
             call, program, evaluation = best
-            write_atomic(self.path / BEST_MODEL_FILE, program)
-            full = self.load_evaluation(call, program) or evaluation
-            write_atomic(self.path / BEST_REPORT_FILE,
-                         _dump({"call": call, "program": f"{PROGRAMS_DIR}/{call:04d}.py",
-                                **full.to_json()}))
+            self.save_best(call, program, self.load_evaluation(call, program) or evaluation)
+
+    def save_best(self, call: int | None, program: str, evaluation: ProgramEvaluation,
+                  origin: dict | None = None) -> None:
+        """Save the run's best program (``best_model.py``) and its record (``best_report.json``:
+        the call that wrote it, the file that holds it, how it was made from that call's program
+        when it was (``origin``, e.g. ``{"fitted_from": 3}``), and its evaluation)."""
+        write_atomic(self.path / BEST_MODEL_FILE, program)
+        file = (f"{PROGRAMS_DIR}/{call:04d}.py" if call is not None and not origin
+                else BEST_MODEL_FILE)
+        write_atomic(self.path / BEST_REPORT_FILE,
+                     _dump({"call": call, "program": file, **(origin or {}), **evaluation.to_json()}))
+
+    def save_record(self, name: str, data: Any) -> None:
+        """Save one more JSON record of the run under ``name`` (the finish step's ``fit.json``,
+        the demo's ``demo.json``, an agent run's ``accounting.json`` ...)."""
+        write_atomic(self.path / name, _dump(data))
+
+    def save_text(self, name: str, text: str) -> None:
+        """Save one more text file of the run under ``name`` (a program: ``fitted_model.py`` ...)."""
+        write_atomic(self.path / name, text)
 
     def read_json(self, name: str) -> dict:
         """Read one of the run's JSON files by name (``tree.json``, ``accounting.json``, ...).
