@@ -122,11 +122,21 @@ def _kind(value: Any) -> str:
     if isinstance(value, list):
         if not value:
             return "a list"
-        kinds = sorted({_kind(v) for v in value})
         if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
-            return f"a list of {len(value)} {'ints' if kinds == ['an int'] else 'numbers'}"
+            ints = all(isinstance(v, int) for v in value)
+            return f"a list of {len(value)} {'ints' if ints else 'numbers'}"
+        if all(isinstance(v, dict) for v in value):
+            keys = sorted({k for v in value for k in v})
+            return f"a list of dicts (keys among {', '.join(keys)})"
+        if all(isinstance(v, list) for v in value):
+            inner = sorted({_kind(v) for v in value})
+            if len(inner) == 1 and inner[0].startswith("a list of ") and inner[0][10:11].isdigit():
+                n, kind = inner[0][10:].split(" ", 1)
+                return f"a list of [{', '.join([kind.rstrip('s')] * int(n))}] lists"
+            return "a list of lists"
+        kinds = sorted({_kind(v) for v in value})
         if len(kinds) == 1:
-            return f"a list of {kinds[0].removeprefix('a ').removeprefix('an ')}s"
+            return f"a list of {kinds[0].split(' ', 1)[1]}s"
         return "a list of mixed values"
     return type(value).__name__
 
@@ -292,10 +302,10 @@ def _change(before: Any, after: Any) -> str:
     return f"{compact(before, 40)} -> {compact(after, 40)}"
 
 
-def _condition(rows: list[tuple[dict, str]], key: str) -> tuple[str, float] | None:
+def _condition(rows: list[tuple[dict, str]], key: str) -> tuple[str, float, dict] | None:
     """The scalar part of the state before that best tells which change ``key`` made (the most
-    transitions explained by its value alone), with the share explained; None when no part
-    explains more than the most common change alone."""
+    transitions explained by its value alone): its name, the share explained and the usual change
+    for each of its values; None when no part explains more than the most common change alone."""
     base = Counter(change for _, change in rows).most_common(1)[0][1] / len(rows)
     best = None
     candidates = {k for leaves, _ in rows for k, v in leaves.items()
@@ -308,16 +318,11 @@ def _condition(rows: list[tuple[dict, str]], key: str) -> tuple[str, float] | No
             continue
         explained = sum(c.most_common(1)[0][1] for c in groups.values()) / len(rows)
         if explained > base + 1e-9 and (best is None or explained > best[1] + 1e-9):
-            best = (other, explained, groups)
-    if best is None:
-        return None
-    other, explained, groups = best
-    text = "; ".join(f"{other}={value}: {c.most_common(1)[0][0]}"
-                     for value, c in sorted(groups.items()))
-    return text, explained
+            best = (other, explained, {v: c.most_common(1)[0][0] for v, c in groups.items()})
+    return best
 
 
-def effects_text(transitions: list[dict], action_names: tuple[str, ...], examples: int = 2,
+def effects_text(transitions: list[dict], action_names: tuple[str, ...], examples: int = 1,
                  limit_chars: int = 6000) -> str:
     """The data section: what the recorded transitions show, per action and part of the state,
     then the rewards and the episode ends.
@@ -351,20 +356,31 @@ def effects_text(transitions: list[dict], action_names: tuple[str, ...], example
             summary = ", ".join(f"{c} {n}x" for c, n in counts.most_common(4))
             line = f"  {key}: {summary}"
             condition = _condition(rows, key) if len(counts) > 1 else None
+            common = counts.most_common(1)[0][0]
             if condition is not None:
-                line += f"; by {condition[0]} ({condition[1]:.0%} of them)"
+                other, explained, usual = condition
+                line += "; by " + "; ".join(f"{other}={v}: {c}" for v, c in sorted(usual.items()))
+                if explained < 1.0:
+                    line += f" ({explained:.0%} of them)"
+                expected = [usual[json.dumps(leaves.get(other))] for leaves, _ in rows]
+            else:
+                expected = [common] * len(rows)
             lines.append(line)
-            if len(counts) > 1 and condition is None or (condition and condition[1] < 1.0):
-                common = counts.most_common(1)[0][0]
-                odd = [t for t, (_, c) in zip(ts, rows) if c != common][:examples]
+            if len(counts) > 1:
+                odd = [t for t, (_, c), e in zip(ts, rows, expected) if c != e][:examples]
                 for t in odd:
                     lines.append(f"    e.g. {_change(_leaves(t['state']).get(key), _leaves(t['next_state']).get(key))}"
-                                 f" from {compact(t['state'], 300)}")
+                                 f" from {compact(t['state'], 400)}")
     rewards = Counter(float(t["reward"]) for t in transitions)
     ends = [t for t in transitions if t["done"]]
     lines.append("Rewards: " + ", ".join(f"{r:g} in {n}" for r, n in sorted(rewards.items()))
                  + f"; episode ends (done True): {len(ends)}.")
-    shown = [t for t in transitions if float(t["reward"]) != 0.0 or t["done"]][:examples]
+    shown, seen = [], set()
+    for t in transitions:
+        key = (state_key(t["state"]), int(t["action"]))
+        if (float(t["reward"]) != 0.0 or t["done"]) and key not in seen and len(shown) < max(2, examples):
+            seen.add(key)
+            shown.append(t)
     for t in shown:
         action = int(t["action"])
         name = action_names[action] if 0 <= action < len(action_names) else "?"

@@ -1,0 +1,125 @@
+"""The synthesis core's assists for worlds whose states are JSON objects (codeworld.synthesis.objects),
+and the WorldCoder agent's rewrites that use them: schema, data section, skeleton, static checks,
+repairs, copies."""
+
+from __future__ import annotations
+
+import json
+
+from codeworld.agent import AgentConfig, WorldCoderAgent, make_object_env
+from codeworld.agent.reference import SOKOBAN_MODEL
+from codeworld.synthesis.fakes import FakeCompletion
+from codeworld.synthesis.objects import (effects_text, object_problems, schema_text, skeleton_program,
+                                         state_schema)
+from codeworld.synthesis.repairs import repair
+
+STATES = [{"agent": [1, 1], "boxes": [[2, 1]], "walls": [[0, 0], [3, 1]], "mode": "push", "held": None},
+          {"agent": [2, 1], "boxes": [[3, 1]], "walls": [[0, 0], [3, 1]], "mode": "walk", "held": "key"}]
+
+
+def _transition(state, action, next_state, reward=0.0, done=False):
+    return {"state": state, "action": action, "next_state": next_state, "reward": reward,
+            "done": done, "mission": "reach the end"}
+
+
+def test_the_schema_names_every_key_with_the_kind_and_values_it_had():
+    schema = {f.key: f for f in state_schema(STATES)}
+    assert set(schema) == {"agent", "boxes", "walls", "mode", "held"}
+    assert schema["agent"].kinds == ("a list of 2 ints",)
+    assert schema["boxes"].kinds == ("a list of [int, int] lists",)
+    assert schema["mode"].values == ("push", "walk")
+    assert schema["held"].kinds == ("a string", "None")
+    text = schema_text(list(schema.values()), 2)
+    assert "exactly these keys" in text and "- mode: a string, one of \"push\", \"walk\"" in text
+    assert "`[x, y] in state[...]`" in text  # lists, not tuples
+
+
+def test_the_data_section_gives_each_actions_effects_what_they_depend_on_and_the_exceptions():
+    right = [_transition({"agent": [x, 1], "facing": 0, "walls": [[5, 1]]}, 1,
+                         {"agent": [x + 1, 1], "facing": 0, "walls": [[5, 1]]}) for x in range(3)]
+    left = [_transition({"agent": [x, 1], "facing": 1, "walls": [[5, 1]]}, 1,
+                        {"agent": [x - 1, 1], "facing": 1, "walls": [[5, 1]]}) for x in range(2, 4)]
+    blocked = [_transition({"agent": [4, 1], "facing": 0, "walls": [[5, 1]]}, 1,
+                           {"agent": [4, 1], "facing": 0, "walls": [[5, 1]]})]
+    goal = [_transition({"agent": [3, 1], "facing": 0, "walls": [[5, 1]]}, 0,
+                        {"agent": [3, 1], "facing": 0, "walls": [[5, 1]]}, reward=1.0, done=True)]
+    text = effects_text(right + left + blocked + goal, ("stay", "forward"))
+    assert "action 1 (forward), 6 times:" in text
+    # the move depends on the facing; the blocked step is shown as the exception it is
+    assert "agent: +[1, 0] 3x, +[-1, 0] 2x, unchanged 1x; by facing=0: +[1, 0]; facing=1: +[-1, 0]" in text
+    assert "e.g. unchanged from {\"agent\": [4, 1]" in text
+    assert "action 0 (stay), 1 times:\n  nothing changed" in text
+    assert "Rewards: 0 in 6, 1 in 1; episode ends (done True): 1." in text
+    assert "e.g. reward 1, done True" in text and "\"agent\": [3, 1]" in text
+
+
+def test_static_checks_catch_what_small_models_wrote_on_object_states():
+    schema = state_schema(STATES)
+    program = (
+        "def transition(state, action) -> Any:\n"
+        "    if state['mission'] == 'x':\n"
+        "        return state, 0.0\n"
+        "    return dict(state)\n\n"
+        "def reward(state, action, next_state, mission):\n"
+        "    return 0.0, False\n")
+    kinds = {p.kind for p in object_problems(program, schema)}
+    assert kinds == {"undefined_name", "state_key", "state_form"}
+    assert object_problems(skeleton_program(schema), schema) == []
+    missing = object_problems("def transition(state, action):\n    return state\n", schema)
+    assert missing[0].kind == "no_model" and "reward" in missing[0].message
+
+
+def test_repairs_add_the_typing_import_and_put_a_partial_answer_into_its_parent():
+    parent = skeleton_program(state_schema(STATES))
+    fixed, repairs = repair("from copy import deepcopy\n\ndef reward(state, action, next_state, mission) -> Tuple:\n"
+                            "    return 1.0, True\n", parent, ("transition", "reward"))
+    kinds = [r.kind for r in repairs]
+    assert kinds == ["merged_into_parent", "missing_import"]
+    assert "from typing import Tuple" in fixed and "return 1.0, True" in fixed
+    assert "def transition(state, action):" in fixed  # kept from the parent
+    assert object_problems(fixed, state_schema(STATES)) == []
+
+
+class _Scripted:
+    """Answers each call with the next text ("<skeleton>": the program the prompt starts from)."""
+
+    def __init__(self, answers):
+        self.answers = list(answers)
+        self.prompts = []
+
+    def complete(self, messages, **sampling):
+        text = messages[-1]["content"]
+        self.prompts.append(text)
+        answer = self.answers.pop(0) if self.answers else "no code"
+        if answer == "<skeleton>":
+            start = text.index("```python\n", text.index("Start from this program"))
+            answer = text[start:text.index("```", start + 10) + 3]
+        return FakeCompletion(answer)
+
+
+def test_an_agent_rewrite_gets_the_assists_and_a_copy_of_the_skeleton_is_not_scored_again(tmp_path):
+    # the first answer hands back the skeleton it was given, the second has a mistake of form a
+    # repair fixes (a missing import), and is the right model
+    missing_import = SOKOBAN_MODEL.replace(
+        "def transition", "def _cell(p) -> List:\n    return list(p)\n\n\ndef transition")
+    llm = _Scripted(["<skeleton>", f"```python\n{missing_import}```"])
+    config = AgentConfig(max_env_steps=40, reliable_successes=2, rewrite_calls=3, max_llm_calls=6,
+                         epsilon=0.0)
+    with WorldCoderAgent(llm, config, run_dir=tmp_path) as agent:
+        result = agent.run_level(make_object_env("sokoban:corridor"))
+    prompt = llm.prompts[0]
+    assert "A state is a dict with exactly these keys" in prompt and "- boxes:" in prompt
+    assert "Start from this program" in prompt
+    rewrite = tmp_path / "rewrites" / "0000"
+    assert json.loads((rewrite / "programs" / "0000.json").read_text())["report"]["duplicate_of"] == "skeleton"
+    repairs = json.loads((rewrite / "repairs" / "0001.json").read_text())["repairs"]
+    assert [r["kind"] for r in repairs] == ["missing_import"]
+    assert result.reliable_success is not None and result.llm_calls == 2
+
+
+def test_without_the_assists_the_prompts_are_the_plain_ones(tmp_path):
+    llm = _Scripted([f"```python\n{SOKOBAN_MODEL}```"])
+    config = AgentConfig(max_env_steps=20, reliable_successes=1, assists=False, epsilon=0.0)
+    with WorldCoderAgent(llm, config, run_dir=tmp_path) as agent:
+        agent.run_level(make_object_env("sokoban:corridor"))
+    assert "exactly these keys" not in llm.prompts[0] and "Start from this program" not in llm.prompts[0]
