@@ -1,4 +1,5 @@
-"""The registry of the agent's object-level environments: ``sokoban:LEVEL`` and ``minigrid:LEVEL``.
+"""The registry of the agent's object-level environments: ``sokoban:LEVEL``, ``minigrid:LEVEL``
+and ``household:LEVEL``.
 
 An object-level environment has ``reset(seed) -> (state, mission)``, ``step(action) -> (state,
 reward, terminated, truncated)``, ``n_actions``, ``action_names``, ``description``, ``name``,
@@ -9,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Protocol
 
+from codeworld.agent.household import LEVELS as HOUSEHOLD_LEVELS
+from codeworld.agent.household import make_household
 from codeworld.agent.minigrid_env import LEVEL_IDS, MiniGridEnv
 from codeworld.agent.sokoban import LEVELS, make_sokoban
 
@@ -33,6 +36,7 @@ class ObjectEnv(Protocol):
 FAMILIES: dict[str, Callable[..., Any]] = {
     "sokoban": make_sokoban,
     "minigrid": MiniGridEnv,
+    "household": make_household,
 }
 
 
@@ -43,14 +47,17 @@ def register_family(name: str, factory: Callable[..., Any]) -> None:
 
 def list_levels() -> list[str]:
     """The bundled level names, ``family:level``."""
-    return [f"sokoban:{name}" for name in LEVELS] + [f"minigrid:{name}" for name in LEVEL_IDS]
+    return ([f"sokoban:{name}" for name in LEVELS] + [f"minigrid:{name}" for name in LEVEL_IDS]
+            + [f"household:{name}" for name in HOUSEHOLD_LEVELS])
 
 
 def make_object_env(name: str, max_steps: int | None = None) -> ObjectEnv:
-    """Build ``family:level`` (``sokoban:corridor``, ``sokoban:gen:3``, ``minigrid:doorkey``).
+    """Build ``family:level`` (``sokoban:corridor``, ``sokoban:gen:3``, ``minigrid:doorkey``,
+    ``household:heat``, ``household:gen:7``).
 
     Raises:
         KeyError: an unknown family or level.
+        ValueError: a generated level whose seed is not a whole number.
     """
     family, _, level = name.partition(":")
     if family not in FAMILIES or not level:

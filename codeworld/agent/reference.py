@@ -1,9 +1,10 @@
 '''Hand-written models that satisfy the agent's contract exactly: a ceiling and a test fixture.
 
-`SOKOBAN_MODEL` and `MINIGRID_MODEL` are program *texts*, like the LLM's, and run only in the
-sandbox. They show what a correct answer looks like, let the tests check the planner and the
-environments against each other, and give the agent's ceiling in the benchmark (an agent handed
-the right program from the start).
+`SOKOBAN_MODEL`, `MINIGRID_MODEL` and `HOUSEHOLD_MODEL` are program *texts*, like the LLM's, and
+run only in the sandbox. They show what a correct answer looks like, let the tests check the
+planner and the environments against each other, and give the agent's ceiling in the benchmark
+(an agent handed the right program from the start). `REFERENCE_MODELS` maps each environment
+family (`codeworld.agent.envs.FAMILIES`) to its model.
 '''
 
 SOKOBAN_MODEL = """\
@@ -107,3 +108,80 @@ def reward(state, action, next_state, mission):
         return (1.0 if done else 0.0), done
     return 0.0, False
 """
+
+HOUSEHOLD_MODEL = """\
+RECEPTACLES = ["cabinet 1", "cabinet 2", "countertop 1", "countertop 2", "desk 1", "drawer 1",
+               "drawer 2", "fridge 1", "microwave 1", "shelf 1", "sink 1", "table 1"]
+KINDS = ["apple", "book", "bowl", "cellphone", "mug", "plate", "potato", "tomato"]
+OPENABLE = ["cabinet", "drawer", "fridge", "microwave"]
+OPEN, CLOSE, PUT, CLEAN, HEAT, COOL, TOGGLE = 20, 21, 22, 23, 24, 25, 26
+
+
+def kind(name):
+    return name.rsplit(" ", 1)[0]
+
+
+def transition(state, action):
+    out = dict(state)
+    out["open"] = dict(state["open"])
+    out["objects"] = {name: dict(obj) for name, obj in state["objects"].items()}
+    at, held = state["at"], state["holding"]
+    reachable = at is not None and state["open"][at]
+    if action < 12:
+        if RECEPTACLES[action] in state["open"]:
+            out["at"] = RECEPTACLES[action]
+    elif action < 20:
+        here = [name for name, obj in state["objects"].items()
+                if obj["in"] == at and kind(name) == KINDS[action - 12]]
+        if held is None and reachable and here:
+            name = min(here, key=lambda n: int(n.rsplit(" ", 1)[1]))
+            out["objects"][name]["in"] = None
+            out["holding"] = name
+    elif action in (OPEN, CLOSE):
+        if at is not None and kind(at) in OPENABLE:
+            out["open"][at] = action == OPEN
+    elif action == PUT:
+        if held is not None and reachable:
+            out["objects"][held]["in"] = at
+            out["holding"] = None
+    elif action == TOGGLE:
+        if at is not None and kind(at) == "desk":
+            out["lamp_on"] = not state["lamp_on"]
+    elif held is not None and at is not None:
+        obj = out["objects"][held]
+        if action == CLEAN and kind(at) == "sink":
+            obj["clean"] = True
+        elif action == HEAT and kind(at) == "microwave":
+            obj["hot"], obj["cool"] = True, False
+        elif action == COOL and kind(at) == "fridge":
+            obj["cool"], obj["hot"] = True, False
+    return out
+
+
+def goal_holds(state, mission):
+    words = mission.split()
+    if words[0] == "examine":
+        held = state["holding"]
+        return (state["lamp_on"] and state["at"] is not None and kind(state["at"]) == "desk"
+                and held is not None and kind(held) == words[2])
+    target, phrase = words[-1], words[1:-3]
+    need = 2 if phrase[0] == "two" else 1
+    noun = phrase[-1]
+    if need == 2:
+        noun = noun[:-2] if noun.endswith("oes") else noun[:-1]
+    flag = phrase[1] if len(phrase) == 3 else None
+    counts = {}
+    for name, obj in state["objects"].items():
+        where = obj["in"]
+        if kind(name) == noun and where is not None and kind(where) == target:
+            if flag is None or obj[flag]:
+                counts[where] = counts.get(where, 0) + 1
+    return max(counts.values(), default=0) >= need
+
+
+def reward(state, action, next_state, mission):
+    done = goal_holds(next_state, mission)
+    return (1.0 if done else 0.0), done
+"""
+
+REFERENCE_MODELS = {"sokoban": SOKOBAN_MODEL, "minigrid": MINIGRID_MODEL, "household": HOUSEHOLD_MODEL}
