@@ -99,10 +99,10 @@ def _action_value(spec, action: np.ndarray):
 
 def accuracy(buffer, spec, next_states, rewards, dones, readable: np.ndarray) -> dict:
     """Sound-rule accuracies of predictions on `buffer`; unreadable rows are wrong everywhere."""
-    from codeworld.scoring import SOUND, Predictions, evaluate
+    from codeworld.scoring import SOUND, Predictions, compare_predictions
 
     n = len(buffer)
-    ev = evaluate(buffer, spec, SOUND, Predictions(next_states, rewards, dones, n))
+    ev = compare_predictions(buffer, spec, SOUND, Predictions(next_states, rewards, dones, n))
     ok = np.asarray(readable, dtype=bool)
     return {
         "strict": float(np.mean(ev.right & ok)),

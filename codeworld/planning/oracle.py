@@ -22,19 +22,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from codeworld.envs import simstate
 from codeworld.envs.simstate import SimState
 
 if TYPE_CHECKING:
     from codeworld.envs import EnvSpec
-
-
-# The mechanisms live with the environment specs; the names stay importable from here.
-SIM_STATES: dict[str, SimState] = {
-    "classic_control": simstate.CLASSIC_CONTROL,
-    "toy_text": simstate.TOY_TEXT,
-    "mujoco": simstate.MUJOCO,
-}
 
 
 class OracleUnavailable(ValueError):

@@ -117,7 +117,7 @@ def _balanced_mean(values: np.ndarray, classes: np.ndarray) -> float:
     return float(np.mean(totals / counts))
 
 
-def evaluate(buffer: ReplayBuffer, spec: EnvSpec, mode: str, predictions: Predictions) -> TransitionScores:
+def compare_predictions(buffer: ReplayBuffer, spec: EnvSpec, mode: str, predictions: Predictions) -> TransitionScores:
     """Compare `predictions` with `buffer` in `mode` (kernel call plus vectorized summaries)."""
     from codeworld.kernels.check import check_transitions  # imports Numba: only when scoring
 
@@ -167,7 +167,7 @@ def rare_accuracy(buffer: ReplayBuffer, spec: EnvSpec, mode: str, predictions: P
     the mean noticing: per reward value seen on less than `rare` of the transitions, the share
     of its transitions whose reward is right; and on the transitions that end an episode, the
     share whose ``done`` is right (None where there are none)."""
-    ev = evaluate(buffer, spec, mode, predictions)
+    ev = compare_predictions(buffer, spec, mode, predictions)
     n = len(buffer)
     values, counts = np.unique(buffer.rewards, return_counts=True)
     rewards = {format(float(v), "g"): float((~ev.wrong_reward[buffer.rewards == v]).mean())
@@ -289,7 +289,7 @@ class Scorer:
     # -- references ------------------------------------------------------------------------
 
     def _reference(self, name: str, predictions: Predictions) -> Reference:
-        ev = evaluate(self.buffer, self.spec, self.mode, predictions)
+        ev = compare_predictions(self.buffer, self.spec, self.mode, predictions)
         return Reference(name, ev.score, ev.strict, ev.components)
 
     @property
@@ -313,7 +313,7 @@ class Scorer:
                           message: str | None = None, line: int | None = None,
                           compiled: bool | None = None, started: float | None = None) -> ScoreReport:
         """The report for given predictions (trusted arrays; the model already ran)."""
-        ev = evaluate(self.buffer, self.spec, self.mode, predictions)
+        ev = compare_predictions(self.buffer, self.spec, self.mode, predictions)
         first_error = self._first_error(ev, predictions, status, message, line)
         elapsed = time.perf_counter() - started if started is not None else 0.0
         return ScoreReport(

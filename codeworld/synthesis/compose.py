@@ -4,7 +4,7 @@ predicts it best.
 A search writes many programs, and a small model's programs are often right in different places:
 one moves the position correctly and gets the reward wrong, another the reverse. Both scoring
 modes give a transition credit that is a sum over components (each next-state dimension, the
-reward, the done flag; `codeworld.scoring.scorer.evaluate`), so a program that takes every
+reward, the done flag; `codeworld.scoring.scorer.compare_predictions`), so a program that takes every
 component from the program best at it scores at least as well as each of them, and the choice can
 be made one component at a time.
 
@@ -107,7 +107,7 @@ def compose_programs(candidates: list[tuple[int, str]], scorer: Any, *, timeout_
     def score(next_states, rewards, dones) -> float:
         return scorer.score_predictions(Predictions(next_states, rewards, dones, n)).score
 
-    from codeworld.scoring.scorer import evaluate
+    from codeworld.scoring.scorer import compare_predictions
 
     buffer = scorer.buffer
     true_done = buffer.terminated if scorer.mode == "sound" else buffer.dones
@@ -115,7 +115,7 @@ def compose_programs(candidates: list[tuple[int, str]], scorer: Any, *, timeout_
     def balanced(component: str, states, rewards, dones) -> float:
         """The reward's or done's accuracy averaged over its recorded values, so that a rare
         one (a goal's reward, an episode end) weighs as much as the common one."""
-        ev = evaluate(buffer, scorer.spec, scorer.mode, Predictions(states, rewards, dones, n))
+        ev = compare_predictions(buffer, scorer.spec, scorer.mode, Predictions(states, rewards, dones, n))
         right = ~(ev.wrong_reward if component == "reward" else ev.wrong_done)
         classes = buffer.rewards if component == "reward" else true_done
         return float(np.mean([right[classes == c].mean() for c in np.unique(classes)]))
