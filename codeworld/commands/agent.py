@@ -39,6 +39,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "requires that a planner on the model reaches the mission's reward.")
     parser.add_argument("levels", nargs="+", metavar="FAMILY:LEVEL",
                         help="e.g. minigrid:empty minigrid:doorkey sokoban:corridor sokoban:gen:3 "
+                             "household:heat household:gen:7 "
                              f"(families: {', '.join(sorted(FAMILIES))})")
     parser.add_argument("--no-optimism", action="store_true", help="data consistency only")
     parser.add_argument("--no-transfer", action="store_true", help="start every level from nothing")
