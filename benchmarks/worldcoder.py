@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import sys
 import time
@@ -188,9 +189,15 @@ def baseline_notes(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+# how each milestone is drawn: PPO's rows add the step at which its policy became valid
+MILESTONE_STYLES = {"first_success": ("--", "first success"), "reliable_success": ("-", "reliable success"),
+                    "valid_policy": (":", "valid policy")}
+
+
 def plot(rows: list[dict], stem: Path) -> list[Path]:
-    """Levels at first and at reliable success against env steps and against LLM tokens, one line
-    per method (matplotlib, the ``train`` extra); returns the files written (none without it)."""
+    """Levels at first and at reliable success against env steps and against LLM tokens (when a
+    method called an LLM), a line per method (matplotlib, the ``train`` extra); returns the files
+    written (none without matplotlib)."""
     try:
         import matplotlib
     except ImportError:
@@ -208,22 +215,25 @@ def plot(rows: list[dict], stem: Path) -> list[Path]:
             mine = [r for r in rows if r["variant"] == method and "error" not in r]
             if key == "tokens" and not any(r["llm_calls"] for r in mine):
                 continue  # PPO: no LLM, nothing to put on a tokens axis
-            for milestone in ("first_success", "reliable_success"):
-                curves[method, milestone] = sorted(r[milestone][key] for r in mine if r[milestone])
+            for milestone in MILESTONE_STYLES:
+                if milestone != "valid_policy" or any(milestone in r for r in mine):
+                    curves[method, milestone] = sorted(r[milestone][key] for r in mine if r.get(milestone))
+        if not curves:
+            continue  # no method called an LLM
         right = 2 * max([10] + [c for costs in curves.values() for c in costs])
         fig, ax = plt.subplots(figsize=(6.4, 4.0))
         for (method, milestone), costs in curves.items():
             # a step up at each level's cost: how many levels were reached within x
             ax.step([0] + costs + [right], [0] + list(range(1, len(costs) + 1)) + [len(costs)],
                     where="post", color=f"C{methods.index(method)}",
-                    linestyle="-" if milestone == "reliable_success" else "--",
-                    label=f"{method}, {'reliable' if milestone == 'reliable_success' else 'first'} success")
+                    linestyle=MILESTONE_STYLES[milestone][0],
+                    label=f"{method}, {MILESTONE_STYLES[milestone][1]}")
         ax.set_xscale("symlog", linthresh=10)
         ax.set_xlim(0, right)
         ax.set_ylim(0, levels + 0.3)
         ax.set_xlabel(f"{label} (symmetric log scale)")
         ax.set_ylabel(f"levels reached (of {levels})")
-        ax.set_title(f"Levels at first and at reliable success against {label}", fontsize=10)
+        ax.set_title(f"Levels reaching each milestone against {label}", fontsize=10)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7, loc="upper left")
         fig.tight_layout()
@@ -232,6 +242,39 @@ def plot(rows: list[dict], stem: Path) -> list[Path]:
         plt.close(fig)
         written.append(path)
     return written
+
+
+def write_results(out: Path, meta: dict, rows: list[dict]) -> None:
+    """``STEM.json`` (the settings and every row) and ``STEM.md`` (the table and its notes)."""
+    out.with_suffix(".json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=2,
+                                                   default=str) + "\n")
+    parts = [f"Command: `{meta['command']}`"]
+    if meta["llm"]:
+        note = (" The LLM here is codeworld's hand-written model for the family, correct from the "
+                "first call: the rows check the pipeline and give the ceiling. Optimism cannot "
+                "matter with a correct model; transfer saves the one call of a level."
+                if meta["llm"] == "reference" and "agent" in meta["methods"] else "")
+        parts.append(f"LLM: {meta['llm']}.{note}")
+    if "ppo" in meta["methods"]:
+        ppo = next((r for r in rows if r.get("method") == "ppo"), None)
+        settings = ", ".join(f"{k} {v}" for k, v in ppo["config"].items()) if ppo else ""
+        parts.append(f"PPO: stable-baselines3's PPO with an MLP policy on `codeworld.agent.ppo`'s "
+                     f"encoding of the object-level state ({settings}), at most "
+                     f"{meta['ppo_steps']:,} env steps per level; every training step counts. "
+                     f"Training stops once reliable success ({meta['config']['reliable_successes']} "
+                     f"successful training episodes in a row) and a valid policy ("
+                     f"{meta.get('ppo_valid_rate', 0.9):.0%} success over 100 training episodes) "
+                     "are both reached.")
+    if meta["methods"] != ["agent"]:
+        parts.append(f"Every method: episodes of at most {meta['config']['max_episode_steps']} "
+                     f"steps, reset with the seeds {meta['seeds']} in turn; wall time "
+                     f"{meta['wall_seconds']:,.0f} s on {meta['machine']} ({meta.get('cpus', '?')} "
+                     "cores shared with other work).")
+    parts.append("\n".join([HEADER] + [format_row(r) for r in rows]))
+    notes = baseline_notes(rows)
+    if notes:
+        parts.append(notes)
+    out.with_suffix(".md").write_text("\n\n".join(parts) + "\n")
 
 
 def _methods(text: str, llm: str) -> list[str]:
@@ -311,7 +354,9 @@ def main(argv: list[str] | None = None) -> int:
             "variants": args.variants if "agent" in methods else [], "config": asdict(base),
             "ppo_steps": args.ppo_steps if "ppo" in methods else None,
             "react_episodes": args.react_episodes if "react" in methods else None,
-            "seeds": args.seeds, "python": platform.python_version(), "machine": platform.machine()}
+            "ppo_valid_rate": args.ppo_valid_rate if "ppo" in methods else None,
+            "seeds": args.seeds, "python": platform.python_version(), "machine": platform.machine(),
+            "cpus": os.cpu_count()}
     rows: list[dict] = []
 
     def save(row: dict | None = None) -> None:
@@ -319,17 +364,7 @@ def main(argv: list[str] | None = None) -> int:
         if row is not None:
             rows.append(row)
         meta["wall_seconds"] = round(time.perf_counter() - started, 1)
-        out.with_suffix(".json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=2,
-                                                       default=str) + "\n")
-        table = "\n".join([HEADER] + [format_row(r) for r in rows])
-        note = ("\n\nThe LLM here is codeworld's hand-written model for the family, correct from the "
-                "first call: the rows check the pipeline and give the ceiling. Optimism cannot "
-                "matter with a correct model; transfer saves the one call of a level."
-                if args.llm == "reference" and "agent" in methods else "")
-        llm_line = f"LLM: {args.llm}{note}\n\n" if meta["llm"] else ""
-        notes = baseline_notes(rows)
-        out.with_suffix(".md").write_text(
-            f"Command: `{meta['command']}`\n\n{llm_line}{table}\n" + (f"\n{notes}\n" if notes else ""))
+        write_results(out, meta, rows)
 
     print(HEADER, flush=True)
     if "agent" in methods:
