@@ -149,10 +149,10 @@ def llm_from_args(args: argparse.Namespace, run_dir: str | None = None, *, slots
     known = {f.name for f in dataclasses.fields(cls)} if cls is not None else set()
     unknown = sorted(set(given) - known)
     if unknown:
-        theirs = (", ".join(sorted(known - CALLER_FIELDS)) or "none") if cls else "none"
+        theirs = ", ".join(sorted(known - CALLER_FIELDS)) or "none"
         raise ValueError(f"the LLM backend {spec.partition(':')[0]!r} has no setting "
                          f"{', '.join(unknown)} (its settings: {theirs})")
-    if "slots" in known:
+    if "slots" in known:  # the caller's (CALLER_FIELDS), unless set with --llm-set
         given.setdefault("slots", max(1, slots))
     # A text setting keeps "none" as text (--llm-speculation none): the field's None default is
     # had by leaving the flag out.
