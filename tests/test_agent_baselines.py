@@ -27,7 +27,8 @@ needs_sb3 = pytest.mark.skipif(importlib.util.find_spec("stable_baselines3") is 
 # ---------------------------------------------------------------- the observation encoding
 
 @pytest.mark.parametrize("levels", [["sokoban:corridor", "sokoban:turn", "sokoban:gen:3"],
-                                    ["minigrid:empty", "minigrid:doorkey", "minigrid:unlockpickup"]])
+                                    ["minigrid:empty", "minigrid:doorkey", "minigrid:unlockpickup"],
+                                    ["household:place", "household:clean", "household:two"]])
 def test_encoding_is_fixed_size_and_deterministic_across_a_family(levels):
     envs = [make_object_env(name) for name in levels]
     encoder = StateEncoder.for_family(envs[0].family)
@@ -47,7 +48,7 @@ def test_encoding_paints_the_agent_where_it_stands_and_sees_moves():
     env = make_object_env("sokoban:corridor")
     encoder = StateEncoder.for_family("sokoban")
     state, mission = env.reset()
-    cells = encoder.encode(state, mission)[:-encoder.channels].reshape(encoder.grid, encoder.grid, -1)
+    cells = encoder.cells(encoder.encode(state, mission))
     x, y = state["agent"]
     assert cells[y, x, encoder.channel("agent")] == 1.0
     assert cells[:, :, encoder.channel("agent")].sum() == 1.0
@@ -59,7 +60,7 @@ def test_minigrid_words_reach_their_own_channels():
     env = make_object_env("minigrid:doorkey")
     encoder = StateEncoder.for_family("minigrid")
     state, mission = env.reset(seed=0)
-    cells = encoder.encode(state, mission)[:-encoder.channels].reshape(encoder.grid, encoder.grid, -1)
+    cells = encoder.cells(encoder.encode(state, mission))
     key = next(o for o in state["objects"] if o["type"] == "key")
     for word in ("objects", "key", key["color"]):
         assert cells[key["y"], key["x"], encoder.channel(word)] == 1.0
@@ -67,6 +68,19 @@ def test_minigrid_words_reach_their_own_channels():
     assert cells[agent["y"], agent["x"], encoder.channel(f"dir={agent['dir']}")] == 1.0
     door = next(o for o in state["objects"] if o["type"] == "door")
     assert cells[door["y"], door["x"], encoder.channel("locked")] == 1.0
+
+
+def test_a_state_without_positions_is_encoded_by_its_facts():
+    env = make_object_env("household:place")
+    encoder = StateEncoder.for_family(env.family)
+    state, mission = env.reset(seed=0)
+    before = encoder.encode(state, mission)
+    assert before[-encoder.fact_channels:].sum() >= 10  # one fact per leaf, a few may share a hash
+    drawer = sorted(state["open"])[0]
+    opened = {**state, "open": {**state["open"], drawer: not state["open"][drawer]}}
+    after = encoder.encode(opened, mission)
+    assert not np.array_equal(before, after)
+    np.testing.assert_array_equal(before[:-encoder.fact_channels], after[:-encoder.fact_channels])
 
 
 def test_encoding_refuses_a_state_larger_than_its_grid():

@@ -9,13 +9,15 @@ successful training episodes in a row) is where the training stood when that epi
 `StateEncoder` turns an object-level state into a fixed-size vector without knowing the level:
 each thing with a position (a cell in a list of cells, or a dict with ``x`` and ``y``) is painted
 onto a grid as *words* (the name of the list it sits in, its string values, its true flags, its
-whole-number attributes as ``name=value``), one channel per word of the family's vocabulary,
-plus the mission's words. `ObjectGymEnv` is the Gymnasium view of an `ObjectEnv` with that
+whole-number attributes as ``name=value``), one channel per word of the family's vocabulary;
+the mission's words and every other leaf of the state (hashed ``path=value`` facts, for states
+without positions) follow. `ObjectGymEnv` is the Gymnasium view of an `ObjectEnv` with that
 encoding. Needs the ``train`` extra (stable-baselines3 and a CPU build of torch).
 """
 
 from __future__ import annotations
 
+import json
 import time
 import zlib
 from collections import deque
@@ -91,20 +93,25 @@ class StateEncoder:
         grid: the side of the square grid positions are painted on; a state wider or taller is
             refused.
         other_channels: hashed channels for words outside the vocabulary.
+        fact_channels: hashed channels for the state's other leaves.
 
-    The vector is ``grid * grid * channels`` cell features (1.0 where a word is present) followed
-    by ``channels`` mission features (1.0 for each word of the mission), all in [0, 1].
+    The vector is ``grid * grid * channels`` cell features (1.0 where a word is present), then
+    ``channels`` mission features (1.0 for each word of the mission), then ``fact_channels``
+    features for everything without a position (1.0 at the hash of each ``path=value``, such as
+    ``open.drawer 1=true``; list items share their list's path), all in [0, 1].
     """
 
-    def __init__(self, words: Sequence[str], grid: int = 12, other_channels: int = 8):
-        if grid < 1 or other_channels < 1:
-            raise ValueError("grid and other_channels must be at least 1")
+    def __init__(self, words: Sequence[str], grid: int = 12, other_channels: int = 8,
+                 fact_channels: int = 256):
+        if grid < 1 or other_channels < 1 or fact_channels < 1:
+            raise ValueError("grid, other_channels and fact_channels must be at least 1")
         self.words = tuple(dict.fromkeys(words))
         self.index = {w: i for i, w in enumerate(self.words)}
         self.grid = grid
         self.other_channels = other_channels
+        self.fact_channels = fact_channels
         self.channels = len(self.words) + other_channels
-        self.size = grid * grid * self.channels + self.channels
+        self.size = grid * grid * self.channels + self.channels + fact_channels
 
     @classmethod
     def for_family(cls, family: str, grid: int = 12) -> "StateEncoder":
@@ -116,6 +123,10 @@ class StateEncoder:
         if known is not None:
             return known
         return len(self.words) + zlib.crc32(word.encode("utf-8")) % self.other_channels
+
+    def cells(self, vector: np.ndarray) -> np.ndarray:
+        """The grid part of an encoded vector, shaped ``(grid, grid, channels)`` (row y, column x)."""
+        return vector[:self.grid * self.grid * self.channels].reshape(self.grid, self.grid, self.channels)
 
     def encode(self, state: dict, mission: str = "") -> np.ndarray:
         """The vector of ``state`` and ``mission`` (float32, length `size`).
@@ -132,21 +143,36 @@ class StateEncoder:
             for word in words:
                 cells[y, x, self.channel(word)] = 1.0
 
+        facts = np.zeros(self.fact_channels, dtype=np.float32)
+
+        def note(path: str, value: Any) -> None:
+            if isinstance(value, dict):
+                for key, inner in value.items():
+                    note(f"{path}.{key}" if path else str(key), inner)
+            elif isinstance(value, (list, tuple)):
+                for item in value:
+                    note(path, item)
+            else:
+                fact = f"{path}={json.dumps(value)}".encode("utf-8")
+                facts[zlib.crc32(fact) % self.fact_channels] = 1.0
+
         for key, value in state.items():
             if _is_cell(value):
                 paint(value[0], value[1], [key])
             elif _is_entity(value):
                 paint(value["x"], value["y"], [key] + entity_words(value))
-            elif isinstance(value, (list, tuple)):
+            elif isinstance(value, (list, tuple)) and value and all(_is_cell(v) or _is_entity(v) for v in value):
                 for item in value:
                     if _is_cell(item):
                         paint(item[0], item[1], [key])
-                    elif _is_entity(item):
+                    else:
                         paint(item["x"], item["y"], [key] + entity_words(item))
+            else:
+                note(key, value)
         said = np.zeros(self.channels, dtype=np.float32)
         for word in mission.lower().replace(",", " ").replace(".", " ").split():
             said[self.channel(word)] = 1.0
-        return np.concatenate([cells.reshape(-1), said])
+        return np.concatenate([cells.reshape(-1), said, facts])
 
 
 class ObjectGymEnv(gym.Env):
