@@ -41,10 +41,10 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any, Callable
 
-from codeworld.agent import reference
 from codeworld.agent.config import AgentConfig
 from codeworld.agent.envs import make_object_env
 from codeworld.agent.loop import WorldCoderAgent, summary_row
+from codeworld.agent.reference import REFERENCE_MODELS
 from codeworld.synthesis.config import SamplingConfig
 
 VARIANTS = {
@@ -59,25 +59,19 @@ DEFAULT_LEVELS = ["minigrid:empty", "minigrid:doorkey", "sokoban:corridor", "sok
 METHODS = ("agent", "ppo", "react")
 
 
-def reference_models() -> dict[str, str]:
-    """The hand-written model of each family (`codeworld.agent.reference`)."""
-    return getattr(reference, "REFERENCE_MODELS",
-                   {"sokoban": reference.SOKOBAN_MODEL, "minigrid": reference.MINIGRID_MODEL})
-
-
 class ReferenceLLM:
-    """Answers every call with the hand-written model of one family (no tokens).
+    """Answers every call with the hand-written model of one family (`REFERENCE_MODELS`; no tokens).
 
     Raises:
         KeyError: a family without a hand-written model.
     """
 
     def __init__(self, family: str):
-        models = reference_models()
-        if family not in models:
-            raise KeyError(f"no hand-written model for family {family!r}; families: {', '.join(sorted(models))}")
+        if family not in REFERENCE_MODELS:
+            raise KeyError(f"no hand-written model for family {family!r}; families: "
+                           f"{', '.join(sorted(REFERENCE_MODELS))}")
         self.family = family
-        self.program = models[family]
+        self.program = REFERENCE_MODELS[family]
 
     def complete(self, messages, **sampling):
         from codeworld.synthesis.fakes import FakeCompletion

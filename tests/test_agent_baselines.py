@@ -238,3 +238,14 @@ def test_benchmark_runs_react_with_a_scripted_llm(tmp_path):
 def test_benchmark_refuses_react_with_the_reference_llm():
     with pytest.raises(SystemExit, match="react needs an LLM"):
         load_benchmark().main(["--llm", "reference", "--methods", "react"])
+
+
+def test_reference_llm_answers_with_the_levels_family_model():
+    from codeworld.agent.reference import REFERENCE_MODELS
+
+    bench = load_benchmark()
+    for family, program in REFERENCE_MODELS.items():
+        text = bench.ReferenceLLM(family).complete([{"role": "user", "content": "Sokoban"}]).text
+        assert program in text
+    with pytest.raises(KeyError, match="no hand-written model for family 'chess'"):
+        bench.ReferenceLLM("chess")
