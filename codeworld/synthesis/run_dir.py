@@ -84,7 +84,7 @@ class RunWriteError(OSError):
         super().__init__(cause.errno, cause.strerror or str(cause), str(path))
         self.message = f"could not write {path}: {cause.strerror or cause}"
         if cause.errno in (errno.ENOSPC, errno.EDQUOT):
-            self.message += "; free some space, then resume the run (--resume)"
+            self.message += " (free some space, then resume the run)"
 
     def __str__(self) -> str:
         return self.message
