@@ -120,7 +120,7 @@ def test_the_lock_is_reentrant_through_one_run_dir_and_exclusive_across_two(tmp_
     with run_dir.locked():
         with run_dir.locked():
             pass
-        with pytest.raises(RunLockedError, match="in use by this very process"):
+        with pytest.raises(RunLockedError, match="already in use in this process"):
             other.acquire()  # still held by the outer block
     lock = other.acquire()
     with pytest.raises(RunLockedError):

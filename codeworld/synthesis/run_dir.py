@@ -67,10 +67,14 @@ class RunLockedError(ValueError):
 
     def __init__(self, path: Path, pid: int | None):
         self.path, self.pid = path, pid
-        holder = f"pid {pid}" if pid is not None else "pid unknown"
-        who = ("this very process" if pid == os.getpid() else "another codeworld process")
-        super().__init__(f"{path} is in use by {who} ({holder}); wait for it to end or choose "
-                         "another --out")
+        if pid == os.getpid():
+            message = (f"{path} is already in use in this process (pid {pid}): one writer at a "
+                       "time")
+        else:
+            holder = f"pid {pid}" if pid is not None else "pid unknown"
+            message = (f"{path} is in use by another codeworld process ({holder}); wait for it "
+                       "to end or choose another --out")
+        super().__init__(message)
 
 
 class RunWriteError(OSError):
