@@ -262,6 +262,39 @@ def test_reference_model_predicts_every_transition_and_plans_every_kind_of_task(
     assert effects == {"go", "take", "put", "open", "close", "clean", "heat", "cool", "toggle"}
 
 
+EDGE_CASES = [  # (task, objects, actions): the rules' corner cases, as the tests above play them
+    (Task("two", "tomato", "drawer"), {"tomato 1": "table 1", "tomato 2": "countertop 1"},
+     ["go to drawer 1", "open", "go to drawer 2", "open", "go to table 1", "take tomato",
+      "go to drawer 1", "put", "go to countertop 1", "take tomato", "go to drawer 2", "put",
+      "take tomato", "go to drawer 1", "put"]),
+    (Task("examine", "book", "desk"), {"book 1": "table 1", "mug 1": "desk 1"},
+     ["toggle desklamp", "go to desk 1", "take mug", "toggle desklamp", "put", "toggle desklamp",
+      "go to table 1", "take book", "go to desk 1", "toggle desklamp"]),
+    (Task("heat", "potato", "table"), {"potato 1": "countertop 1", "potato 2": "countertop 1"},
+     ["go to countertop 1", "take potato", "heat", "clean", "go to fridge 1", "heat", "cool", "put",
+      "open", "put", "take potato", "go to microwave 1", "cool", "clean", "heat", "go to sink 1",
+      "clean", "go to table 1", "put"]),
+]
+
+
+def test_reference_model_agrees_on_the_rules_corner_cases():
+    data = []
+    for task, objects, names in EDGE_CASES:
+        env = env_for(task, objects)
+        state, mission = env.reset()
+        for name in names:
+            nxt, reward, term, _ = env.step(ACTIONS.index(name))
+            data.append({"state": state, "action": ACTIONS.index(name), "next_state": nxt,
+                         "reward": reward, "done": term, "mission": mission})
+            state = nxt
+        assert term, names  # each case ends with the mission done
+    with Sandbox() as sandbox:
+        reply = sandbox.call(op_evaluate, timeout_s=60, source=HOUSEHOLD_MODEL, transitions=data,
+                             starts=[], n_actions=len(ACTIONS))
+    assert reply.ok, reply.message
+    assert reply.value["correct"] == len(data), reply.value["mismatches"]
+
+
 class Script:
     """A scripted LLM that answers every call with the next program, fenced."""
 
