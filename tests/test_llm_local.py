@@ -15,7 +15,8 @@ import urllib.request
 import pytest
 
 from codeworld.cli import main
-from codeworld.llm import extract_program, make_llm, render
+from codeworld.llm import extract_program, make_llm
+from codeworld.synthesis.cwmb import render_cwmb
 from codeworld.llm import local, native
 from codeworld.model import check_model_source
 
@@ -35,7 +36,7 @@ def test_local_model_writes_a_cartpole_step(tmp_path):
     stamp = model_file.stat().st_mtime_ns
     assert model_file.parent == local.model_dir() and model_file.stat().st_size == local.MODEL_SIZE
 
-    messages = render("generate", description=CARTPOLE, form="", partial_program="import numpy as np\n")
+    messages = render_cwmb("generate", description=CARTPOLE, form="", partial_program="import numpy as np\n")
     sampling = dict(temperature=0.0, seed=0, max_tokens=450, stop=["\n```"])
     completion = llm.complete(messages, **sampling)
     assert completion.backend == "local" and completion.prompt_tokens > 100

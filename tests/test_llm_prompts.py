@@ -5,9 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from codeworld.llm import render
 from codeworld.llm.prompts import (
-    PROMPT_NAMES,
     PromptError,
     fill,
     format_transitions,
@@ -15,6 +13,8 @@ from codeworld.llm.prompts import (
     parse_prediction,
     placeholders,
 )
+from codeworld.synthesis.cwmb import PROMPT_DIR, PROMPT_NAMES
+from codeworld.synthesis.cwmb import render_cwmb as render
 
 FIELDS = {
     "generate": {"description": "D", "form": "F", "partial_program": "import numpy as np\n"},
@@ -37,7 +37,7 @@ def test_fill_fails_on_missing_and_unused_values():
 
 @pytest.mark.parametrize("name", PROMPT_NAMES)
 def test_every_template_renders_with_exactly_its_fields(name):
-    assert placeholders(load_template(name)) == set(FIELDS[name])
+    assert placeholders(load_template(name, PROMPT_DIR)) == set(FIELDS[name])
     messages = render(name, **FIELDS[name])
     assert [m["role"] for m in messages][:2] == ["system", "user"]
     assert all("{{" not in m["content"] for m in messages)

@@ -1,4 +1,6 @@
-"""Prompt templates (files in ``codeworld/llm/prompts/``) and the one function that fills them.
+"""Prompt templates and the one function that fills them (the templates live beside the code that
+uses them: the world-model prompts in ``codeworld/synthesis/prompts/``, the agent's in
+``codeworld/agent/prompts/``, APPS's in ``codeworld/experiments/prompts/``).
 
 A template file has sections that become chat messages, each opened by a line
 ``=== system ===``, ``=== user ===`` or ``=== assistant ===``; a final assistant section is a
@@ -6,7 +8,7 @@ prefill the model continues. ``{{name}}`` is a placeholder and ``{{> file}}`` in
 template file (without sections) verbatim. `fill` fails on a placeholder left without a value and
 on a value that no placeholder uses, so a renamed field cannot silently drop out of a prompt.
 
-The templates:
+The world-model templates (`codeworld.synthesis.cwmb.PROMPT_DIR`):
 
 * ``generate`` (description, partial_program): continue a partial program (GIF-MCTS generate);
 * ``improve`` (description, program, state, action, true_next_state, true_reward, true_done,
@@ -24,9 +26,6 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
-PROMPT_DIR = Path(__file__).resolve().parent / "prompts"
-PROMPT_NAMES = ("generate", "improve", "fix", "zero_shot", "predict")
-
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_]\w*)\s*\}\}")
 _INCLUDE = re.compile(r"\{\{>\s*([A-Za-z_]\w*)\s*\}\}")
 _SECTION = re.compile(r"^=== (system|user|assistant) ===[ \t]*$", re.MULTILINE)
@@ -36,17 +35,17 @@ class PromptError(ValueError):
     """A template and its values do not match, or a template is malformed."""
 
 
-def load_template(name: str, directory: Path | None = None) -> str:
+def load_template(name: str, directory: Path) -> str:
     """The text of template ``name`` with its includes expanded.
 
     Args:
         name: the template's file name without ``.txt``.
-        directory: where the templates are (default: the package's prompts for world models).
+        directory: where the templates are (each user of templates keeps them beside its code:
+            ``codeworld/synthesis/prompts``, ``codeworld/agent/prompts`` ...).
 
     Raises:
         PromptError: no such template (the message lists those that exist).
     """
-    directory = PROMPT_DIR if directory is None else directory
     path = directory / f"{name}.txt"
     if not path.is_file():
         known = sorted(p.stem for p in directory.glob("*.txt"))
@@ -103,7 +102,7 @@ def split_sections(text: str) -> list[dict]:
     return messages
 
 
-def render(name: str, directory: Path | None = None, **values: object) -> list[dict]:
+def render(name: str, directory: Path, **values: object) -> list[dict]:
     """The chat messages of template ``name`` (in `directory`, see `load_template`) filled with ``values``.
 
     Raises:

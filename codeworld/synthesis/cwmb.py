@@ -10,12 +10,25 @@ with its line for *fix*, the first mispredicted transition for *improve*.
 from __future__ import annotations
 
 import functools
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from codeworld.model_worker import PROGRAM_TIMEOUT_S
 from codeworld.synthesis.types import FIX, GENERATE, IMPROVE, Evaluator, ProgramEvaluation, Request, World
+
+# The world-model prompts' templates (``generate``, ``improve``, ``fix``, ``zero_shot``, and
+# ``predict`` for the LLM as the world model), beside the code that fills them.
+PROMPT_DIR = Path(__file__).resolve().parent / "prompts"
+PROMPT_NAMES = ("generate", "improve", "fix", "zero_shot", "predict")
+
+
+def render_cwmb(name: str, **values: object) -> list[dict]:
+    """The chat messages of the world-model template ``name`` filled with ``values``."""
+    from codeworld.llm.prompts import render
+
+    return render(name, PROMPT_DIR, **values)
 
 
 class CwmbPrompts:
@@ -60,7 +73,7 @@ class CwmbPrompts:
         return head if head.startswith(prefix) else prefix
 
     def messages(self, request: Request) -> list[dict]:
-        from codeworld.llm import format_value, render
+        from codeworld.llm import format_value
 
         d, form = self.description, self.form
         if request.action == GENERATE:
@@ -70,8 +83,8 @@ class CwmbPrompts:
                 if self.scaffold is not None and start == self.scaffold.head():
                     start += self.starter
             if request.parent < 0:
-                return render("zero_shot", description=d, form=form, start=start)
-            return render("generate", description=d, form=form, partial_program=start)
+                return render_cwmb("zero_shot", description=d, form=form, start=start)
+            return render_cwmb("generate", description=d, form=form, partial_program=start)
         if request.action == IMPROVE and (request.feedback or request.mispredicted):
             mis = request.mispredicted
             if mis and "expected" in mis and "predicted" in mis and not _is_summary(request.feedback):
@@ -88,11 +101,11 @@ class CwmbPrompts:
                     f"- predicted done: {format_value(bool(predicted['done']))}"])
             else:
                 evidence = "What it gets wrong:\n\n" + request.feedback
-            return render("improve", description=d, form=form, program=request.program,
-                          evidence=evidence)
+            return render_cwmb("improve", description=d, form=form, program=request.program,
+                               evidence=evidence)
         if request.action in (IMPROVE, FIX):
             error = request.feedback or "The program's predictions do not match the recorded data."
-            return render("fix", description=d, form=form, program=request.program, error=error)
+            return render_cwmb("fix", description=d, form=form, program=request.program, error=error)
         raise ValueError(f"unknown action {request.action!r}")
 
     def program(self, request: Request, completion_text: str) -> str | None:
