@@ -18,10 +18,9 @@ from codeworld.envs import get_spec, registry
 
 PACKAGE = Path(codeworld.__file__).parent
 
-# The modules that call `get_spec`: the registry (`resolve_env` and `resolve_env_id` look ids up
-# there), and two edges the lead is moving to `resolve_env` (a command and a job), which drop out
-# of this set when they do.
-GET_SPEC_MODULES = {"envs/registry.py", "commands/demo.py", "experiments/cwmb_job.py"}
+# The module that calls `get_spec`: the registry (`resolve_env` and `resolve_env_id` look ids up
+# there); everything else resolves through `resolve_env` at an edge.
+GET_SPEC_MODULES = {"envs/registry.py"}
 MAX_GET_SPEC_MODULES = 3
 
 # Where `resolve_env` may be called: anywhere in the command line's and the jobs' packages (edges

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
+import sys
 import time
 import traceback
 from pathlib import Path
@@ -79,18 +80,25 @@ def _fmt(x) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from codeworld.envs import resolve_env
+
     started = time.perf_counter()
-    env_id = args.env
+    try:
+        spec = resolve_env(args.env)
+    except (KeyError, ValueError) as exc:
+        print(f"codeworld demo: {exc.args[0] if exc.args else exc}", file=sys.stderr)
+        return 2
+    env_id = spec.env_id
     out = Path(args.out) if args.out else Path("runs") / (
         f"demo-{env_id}-{_dt.datetime.now().strftime('%Y%m%d-%H%M%S')}")
     table = _Table()
     print(f"codeworld demo: GIF-MCTS with the {args.llm} LLM on {env_id}, budget {args.budget} "
           f"calls\n  run directory: {out}", flush=True)
 
-    result = synthesize_step(args, env_id, out, table, started)
+    result = synthesize_step(args, spec, out, table, started)
     if result is not None and result.best_program is not None:
-        score_step(env_id, result, table)
-        plan_step(args, env_id, result, table)
+        score_step(spec, result, table)
+        plan_step(args, spec, result, table)
     minutes = (time.perf_counter() - started) / 60
     table.add("total time", f"{minutes:.1f} min")
     table.data["minutes"] = minutes
@@ -105,17 +113,15 @@ def run(args: argparse.Namespace) -> int:
     return 0 if not table.missing else 1
 
 
-def synthesize_step(args, env_id: str, out: Path, table: _Table, started: float):
+def synthesize_step(args, spec, out: Path, table: _Table, started: float):
     """GIF-MCTS into ``out`` (resumed when it already holds a run)."""
     from codeworld.commands.runs import progress_printer
-    from codeworld.envs import get_spec
     from codeworld.llm import LLMError, make_llm
     from codeworld.synthesis import GifMctsConfig, SamplingConfig
     from codeworld.synthesis.config import FinishConfig
     from codeworld.synthesis.cwmb import make_run_world
     from codeworld.synthesis.run import Run
 
-    spec = get_spec(env_id)
     run = Run.start(out, "gif-mcts", GifMctsConfig(sampling=SamplingConfig(**DEMO_SAMPLING)),
                     finish=FinishConfig(), continue_existing=True, env_id=spec.env_id,
                     llm=args.llm, budget=args.budget, seed=args.seed, mode="sound", buffer=None,
@@ -176,14 +182,14 @@ def synthesize_step(args, env_id: str, out: Path, table: _Table, started: float)
     return result
 
 
-def score_step(env_id: str, result, table: _Table) -> None:
+def score_step(spec, result, table: _Table) -> None:
     """Both scoring modes of the best program on the held-out episodes (and the training ones),
     with floor, ceiling, strict and floor-normalised accuracy."""
     try:
         from codeworld.experiments.cwmb_job import score_program
 
         split = result.run_dir.spec.split if result.run_dir is not None else None
-        scores = score_program(env_id, result.best_program, timeout_s=2 * PROGRAM_TIMEOUT_S,
+        scores = score_program(spec, result.best_program, timeout_s=2 * PROGRAM_TIMEOUT_S,
                                split=split)
         where = "held-out" if scores["heldout"] else "whole buffer"
         for mode in ("sound", "paper"):
@@ -207,14 +213,14 @@ def score_step(env_id: str, result, table: _Table) -> None:
         table.missing.append(f"scoring failed: {type(exc).__name__}: {exc}")
 
 
-def plan_step(args, env_id: str, result, table: _Table) -> None:
+def plan_step(args, spec, result, table: _Table) -> None:
     """Random, oracle and model-planner returns on the real environment; normalized return."""
     try:
         from codeworld.planning import evaluate
 
         print(f"  planning: random, oracle and model, {args.episodes} episodes of at most "
               f"{args.max_steps} steps...", flush=True)
-        ev = evaluate(env_id, result.program_to_plan_with, episodes=args.episodes, seed=args.seed,
+        ev = evaluate(spec, result.program_to_plan_with, episodes=args.episodes, seed=args.seed,
                       max_steps=args.max_steps)
         r = ev.to_dict()
         table.add("returns", f"random {_fmt(r['return_random'])}   oracle "

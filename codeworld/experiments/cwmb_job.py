@@ -74,7 +74,7 @@ def job_config(job: Job, options: dict[str, Any]):
     return method, config_with_overrides(method.config_class(), overrides)
 
 
-def score_program(env_id: str, program: str, buffer: Any = None,
+def score_program(env: Any, program: str, buffer: Any = None,
                   timeout_s: float = PROGRAM_TIMEOUT_S, split: Any = None) -> dict:
     """Scores of a program in both modes, each with its floor, ceiling and floor-normalised score.
 
@@ -84,42 +84,44 @@ def score_program(env_id: str, program: str, buffer: Any = None,
     buffer where it exists (out of sample by construction).
 
     Args:
-        env_id: the environment.
+        env: the environment's `EnvSpec` or id.
         program: the model's source.
         buffer: the run's buffer (None: the environment's default one).
         timeout_s: wall-clock limit of one scoring pass.
         split: the run's `EpisodeSplit` or its JSON data.
     """
+    from codeworld.envs import resolve_env
     from codeworld.envs.buffers import PAPER, EpisodeSplit, paper_buffer_path
     from codeworld.scoring import Scorer
 
-    whole = Scorer(env_id, buffer, references=False).buffer
+    spec = resolve_env(env)
+    whole = Scorer(spec, buffer, references=False).buffer
     if isinstance(split, dict):
         split = EpisodeSplit.from_json(split)
     train, held = split.parts(whole) if split is not None else (whole, None)
     scores: dict[str, Any] = {"heldout": held is not None, "training": {}}
     for mode in ("sound", "paper"):
-        scores[mode] = Scorer(env_id, held if held is not None else whole, mode=mode).score_source(
+        scores[mode] = Scorer(spec, held if held is not None else whole, mode=mode).score_source(
             program, timeout_s=timeout_s).summary()
         scores["training"][mode] = (scores[mode] if held is None else Scorer(
-            env_id, train, mode=mode).score_source(program, timeout_s=timeout_s).summary())
+            spec, train, mode=mode).score_source(program, timeout_s=timeout_s).summary())
     scores["paper_on_paper_buffer"] = None
-    if paper_buffer_path(env_id).is_file():  # the paper released buffers for 16 of the 18 envs
-        scores["paper_on_paper_buffer"] = Scorer(env_id, PAPER, mode="paper").score_source(
+    if paper_buffer_path(spec).is_file():  # the paper released buffers for 16 of the 18 envs
+        scores["paper_on_paper_buffer"] = Scorer(spec, PAPER, mode="paper").score_source(
             program, timeout_s=timeout_s).summary()
     return scores
 
 
 def run_cwmb_job(job: Job, workdir: str) -> dict:
     """Synthesis, scoring and planning for one CWMB job (see the module docstring)."""
-    from codeworld.envs import get_spec
+    from codeworld.envs import resolve_env
     from codeworld.llm import make_llm
     from codeworld.synthesis.cwmb import make_run_world
     from codeworld.synthesis.run import Run
 
     started = time.perf_counter()
     options = job_options(job)
-    spec = get_spec(job.env_id)
+    spec = resolve_env(job.env_id)
     method, config = job_config(job, options)
     run = Run.start(Path(workdir) / "runs" / job.key, method, config,
                     finish=finish_config(job, options), continue_existing=True,
@@ -158,13 +160,13 @@ def run_cwmb_job(job: Job, workdir: str) -> dict:
         return out
     out["best_search_score"] = (0.0 if result.best_evaluation.buggy
                                 else float(result.best_evaluation.score))
-    out["scores"] = score_program(spec.env_id, program, options["buffer"], options["timeout_s"],
+    out["scores"] = score_program(spec, program, options["buffer"], options["timeout_s"],
                                   split=evaluator.split)
     if options["plan"]:
         from codeworld.planning import evaluate
 
         t0 = time.perf_counter()
-        evaluation = evaluate(spec.env_id, result.program_to_plan_with, episodes=int(options["episodes"]),
+        evaluation = evaluate(spec, result.program_to_plan_with, episodes=int(options["episodes"]),
                               seed=job.seed, max_steps=options["max_steps"],
                               decision_timeout_s=float(options["decision_timeout_s"]))
         out["planning"] = {**evaluation.to_dict(), "seconds": time.perf_counter() - t0}

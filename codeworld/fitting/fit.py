@@ -98,7 +98,7 @@ def _scorer_like(scorer: Any, buffer: ReplayBuffer):
     scores are the same either way, and this spares a Numba compilation per score."""
     from codeworld.scoring import Scorer
 
-    return Scorer(scorer.spec.env_id, buffer, mode=scorer.mode, references=False,
+    return Scorer(scorer.spec, buffer, mode=scorer.mode, references=False,
                   compile=False, limits=scorer.limits)
 
 

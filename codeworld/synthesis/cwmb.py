@@ -428,8 +428,8 @@ def make_cwmb_world(env_id: str, *, buffer: Any = None, mode: str = "sound",
     elif isinstance(split, dict):
         split = EpisodeSplit.from_json(split)
     train, held = split.parts(whole.buffer)
-    scorer = Scorer(whole.spec.env_id, train, mode=mode, compile=compile)
-    heldout = None if held is None else Scorer(whole.spec.env_id, held, mode=mode, compile=compile)
+    scorer = Scorer(whole.spec, train, mode=mode, compile=compile)
+    heldout = None if held is None else Scorer(whole.spec, held, mode=mode, compile=compile)
     description = describe(scorer.spec.env_id)
     buf = scorer.buffer
     scaffold = build_scaffold(scorer.spec, description, rewards=buf.rewards,
