@@ -7,7 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from codeworld.envs import encode_obs, make_env, set_state_from_obs
+from codeworld.envs import encode_obs, make_env
+from codeworld.envs.registry import set_state_from_obs
 from codeworld.planning import CodeWorldEnv, CodeWorldVectorEnv, WorldModelError
 
 CARTPOLE = (Path(__file__).parent / "models" / "cartpole_functional.py").read_text()

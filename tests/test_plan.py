@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from codeworld.cli import main
-from codeworld.envs import encode_action, make_env
+from codeworld.envs import make_env
+from codeworld.envs.registry import encode_action
 from codeworld.planning import CemConfig, MctsConfig, evaluate, make_config, normalized_return
 from codeworld.planning.evaluate import UNLIMITED_ENV_MAX_STEPS
 from codeworld.planning.oracle import OracleModel

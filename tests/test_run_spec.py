@@ -81,15 +81,6 @@ def test_updates_keep_what_this_version_does_not_know(tmp_path):
     assert run_dir.spec == spec
 
 
-def test_begin_starts_a_new_run_or_takes_only_the_budget_of_a_started_one(tmp_path):
-    run_dir = RunDir(tmp_path / "run")
-    first = run_dir.begin(RunSpec.new("gif-mcts", env_id="CartPole-v1", budget=2, seed=1))
-    assert first.status is RunStatus.RUNNING and run_dir.spec == first
-    run_dir.set_status(RunStatus.FINISHED)
-    again = run_dir.begin(RunSpec.new("zero-shot", env_id="Taxi-v3", budget=5, seed=9))
-    assert again == first.replace(budget=5)
-
-
 def test_synthesize_writes_the_keys_it_wrote_before(tmp_path):
     script = tmp_path / "s.json"
     script.write_text(json.dumps([f"```python\n{MODEL.read_text()}```"]))

@@ -4,21 +4,15 @@ encoding, descriptions and replay buffers."""
 from codeworld.envs import datasets, derive
 from codeworld.envs.derive import UnsupportedSpaceError, env_spec, register_env
 from codeworld.envs.registry import (
-    ALIASES,
-    REGISTRY,
     EnvSpec,
     UnknownEnvError,
     add_resolver,
-    decode_action,
-    encode_action,
     encode_obs,
     get_spec,
     list_envs,
     make_env,
     register_spec,
     resolve_env,
-    resolve_env_id,
-    set_state_from_obs,
     step_from_obs,
 )
 
@@ -28,13 +22,9 @@ add_resolver(datasets.resolve_spec)
 add_resolver(derive.resolve_spec)
 
 __all__ = [
-    "ALIASES",
-    "REGISTRY",
     "EnvSpec",
     "UnknownEnvError",
     "UnsupportedSpaceError",
-    "decode_action",
-    "encode_action",
     "encode_obs",
     "env_spec",
     "get_spec",
@@ -43,7 +33,5 @@ __all__ = [
     "register_env",
     "register_spec",
     "resolve_env",
-    "resolve_env_id",
-    "set_state_from_obs",
     "step_from_obs",
 ]

@@ -1,8 +1,9 @@
 """Program synthesis of code world models: GIF-MCTS, WorldCoder's REx, zero-shot.
 
 The searches are pure state machines (`GifMcts`, `Rex`, `ZeroShot`) that propose LLM requests and
-take back outcomes; `synthesize` drives one against an LLM, a prompt builder and an evaluator, and
-saves a resumable `RunDir`, whose ``run.json`` is a `RunSpec`. Methods are looked up by name in
+take back outcomes; a `Run` owns one run (started or resumed from its `RunSpec`, the ``run.json`` of
+its `RunDir`) and drives its search against a `World` (prompts, evaluator, finish step) with
+`synthesize`. Methods are looked up by name in
 `METHODS`.
 """
 
@@ -10,6 +11,7 @@ from codeworld.synthesis.config import AssistConfig, SamplingConfig
 from codeworld.synthesis.gif_mcts import GifMcts, GifMctsConfig
 from codeworld.synthesis.registry import METHODS, Method, get_method, register_method
 from codeworld.synthesis.rex import Rex, RexConfig, ZeroShot, ZeroShotConfig
+from codeworld.synthesis.run import Run
 from codeworld.synthesis.run_dir import RunDir
 from codeworld.synthesis.run_spec import RunSpec, RunStatus
 from codeworld.synthesis.runner import RunDivergedError, SearchAccounting, SynthesisResult, synthesize
@@ -22,6 +24,7 @@ from codeworld.synthesis.types import (
     ProgramEvaluation,
     PromptBuilder,
     Request,
+    World,
 )
 
 __all__ = [
@@ -40,6 +43,7 @@ __all__ = [
     "Request",
     "Rex",
     "RexConfig",
+    "Run",
     "RunDir",
     "RunDivergedError",
     "RunSpec",
@@ -47,6 +51,7 @@ __all__ = [
     "SamplingConfig",
     "SearchAccounting",
     "SynthesisResult",
+    "World",
     "ZeroShot",
     "ZeroShotConfig",
     "get_method",

@@ -358,18 +358,6 @@ class RunDir:
         """Record where the run stands; returns the new spec."""
         return self.update_spec(status=RunStatus(status))
 
-    def begin(self, spec: RunSpec) -> RunSpec:
-        """Mark the run running, as a job that may be rerun does.
-
-        A new run gets ``spec``; a run already started here keeps its own spec and takes only
-        the new budget (so a rerun continues the run it finds). Returns the spec written.
-        """
-        if not self.exists():
-            spec = spec.replace(status=RunStatus.RUNNING)
-            self.init(spec)
-            return spec
-        return self.update_spec(status=RunStatus.RUNNING, budget=spec.budget)
-
     # ------------------------------------------------------------------ calls and programs
 
     def call_path(self, call: int) -> Path:
