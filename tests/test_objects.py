@@ -123,3 +123,14 @@ def test_without_the_assists_the_prompts_are_the_plain_ones(tmp_path):
     with WorldCoderAgent(llm, config, run_dir=tmp_path) as agent:
         agent.run_level(make_object_env("sokoban:corridor"))
     assert "exactly these keys" not in llm.prompts[0] and "Start from this program" not in llm.prompts[0]
+
+
+def test_a_transition_that_returns_the_reward_too_is_cut_to_the_state():
+    program = ("import copy\n\ndef transition(state, action):\n    new = copy.deepcopy(state)\n"
+               "    def pair(x):\n        return x, 1\n"
+               "    if action == 1:\n        return new, 1.0, True\n    return (new, 0.0, False)\n\n"
+               "def reward(state, action, next_state, mission):\n    return 0.0, False\n")
+    fixed, repairs = repair(program, "", ("transition", "reward"))
+    assert [r.kind for r in repairs] == ["state_alone", "state_alone"]
+    assert "return new\n" in fixed and "return x, 1" in fixed  # a nested function is its own
+    assert object_problems(fixed, state_schema(STATES)) == []

@@ -108,7 +108,7 @@ def static_problems(source: str, *, state_dim: int, discrete: bool, action_dim: 
     state_fn, state_param, action_fn, action_param = _contract_params(tree, info.form)
     n_word = f"exactly {state_dim} number{'s' if state_dim != 1 else ''}"
     if state_fn is not None and state_param and not _rebinds(state_fn, state_param):
-        for node in _own_nodes(state_fn):
+        for node in own_nodes(state_fn):
             count = _unpacked_count(node, state_param)
             if count is not None and count != state_dim:
                 problems.append(StaticProblem(node.lineno, (
@@ -123,7 +123,7 @@ def static_problems(source: str, *, state_dim: int, discrete: bool, action_dim: 
                     f"{state_param}[{index}] is past the end of the state, which holds {n_word} "
                     f"({valid})"), "state_index"))
     if action_fn is not None and action_param and not _rebinds(action_fn, action_param):
-        for node in _own_nodes(action_fn):
+        for node in own_nodes(action_fn):
             if discrete:
                 if (_constant_index(node, action_param) is not None
                         or _is_subscript_of(node, action_param)
@@ -195,20 +195,19 @@ def _contract_params(tree: ast.Module, form: str):
     return (step, names[0] if names else None, step, names[1] if len(names) > 1 else None)
 
 
-def _own_nodes(fn: ast.FunctionDef):
-    """The nodes of a function's body, not descending into nested functions, lambdas or classes."""
-    stack = list(fn.body)
+def own_nodes(fn: ast.FunctionDef):
+    """The nodes of a function's body, not those of the functions, lambdas or classes in it."""
+    nested = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+    stack = [node for node in fn.body if not isinstance(node, nested)]
     while stack:
         node = stack.pop()
         yield node
-        for child in ast.iter_child_nodes(node):
-            if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-                stack.append(child)
+        stack.extend(child for child in ast.iter_child_nodes(node) if not isinstance(child, nested))
 
 
 def _rebinds(fn: ast.FunctionDef, name: str) -> bool:
     """Whether the function assigns to ``name`` (then its form is no longer the parameter's)."""
-    for node in _own_nodes(fn):
+    for node in own_nodes(fn):
         if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, (ast.Store, ast.Del)):
             return True
     return False

@@ -21,7 +21,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from codeworld.synthesis.checks import StaticProblem, code_problems, unique_problems
+from codeworld.synthesis.checks import StaticProblem, code_problems, own_nodes, unique_problems
 
 FUNCTIONS = ("transition", "reward")
 
@@ -249,7 +249,7 @@ def object_problems(source: str, schema: list[SchemaField], max_problems: int = 
                 problems.append(StaticProblem(node.lineno, (
                     f"the state has no key '{node.slice.value}': its keys are "
                     f"{', '.join(sorted(known))}"), "state_key"))
-    for node in ast.walk(functions["transition"]):
+    for node in own_nodes(functions["transition"]):
         if isinstance(node, ast.Return) and isinstance(node.value, (ast.Tuple, ast.List)):
             problems.append(StaticProblem(node.lineno, (
                 "transition returns the next state alone, as a dict with the state's keys (the "

@@ -35,7 +35,7 @@ class Repair:
     """One mechanical repair.
 
     Attributes:
-        kind: ``"missing_import"``, ``"state_as_array"``, ``"reward_as_float"``,
+        kind: ``"missing_import"``, ``"state_alone"``, ``"state_as_array"``, ``"reward_as_float"``,
             ``"done_as_bool"``, ``"float_state_dtype"``, ``"result_default"``,
             ``"next_state_default"``, ``"merged_into_parent"`` or ``"int_index"``.
         line: the line it changed (in the program before the repair).
@@ -59,15 +59,20 @@ def repair(source: str, parent: str = "", functions: tuple[str, ...] | None = No
         parent: the program the answer was asked to fix or improve, if any: an answer that
             gives only some top-level pieces (helpers, constants) and no world model is put into
             it (`merge_into_parent`).
-        functions: the functions a world model of the world's contract defines (e.g.
-            ``("transition", "reward")``); None for the CWMB contract (``step`` or ``class
-            Environment``). The repairs of ``step``'s returns apply to that contract alone.
+        functions: the functions a world model of the world's contract defines, the one that
+            returns the next state alone first (e.g. ``("transition", "reward")``); None for the
+            CWMB contract (``step`` or ``class Environment``). The repairs of ``step``'s returns
+            apply to that contract alone; with ``functions``, a tuple returned by the first one
+            is cut to its first item (the state; the reward and done come from the second).
 
     A program that does not parse is returned as it is.
     """
     repairs: list[Repair] = []
     if parent:
         source, done = merge_into_parent(source, parent, functions)
+        repairs += done
+    if functions is not None:
+        source, done = _repair_state_alone(source, functions[0])
         repairs += done
     source, done = _repair_returns(source)
     repairs += done
@@ -372,11 +377,11 @@ def _repair_returns(source: str) -> tuple[str, list[Repair]]:
     if found is None:
         return source, []
     tree, step = found
-    from codeworld.synthesis.checks import _own_nodes
+    from codeworld.synthesis.checks import own_nodes
 
     assigned = _assignments(step)
     edits: list[tuple[ast.AST, str, Repair]] = []
-    for node in _own_nodes(step):
+    for node in own_nodes(step):
         if not (isinstance(node, ast.Return) and isinstance(node.value, ast.Tuple)
                 and len(node.value.elts) == 3):
             continue
@@ -416,10 +421,10 @@ def _repair_returns(source: str) -> tuple[str, list[Repair]]:
 
 def _assignments(step: ast.FunctionDef) -> dict[str, list[ast.AST]]:
     """The values each plain name is assigned in `step`'s own body (``=``, ``+=``, ``x: T =``)."""
-    from codeworld.synthesis.checks import _own_nodes
+    from codeworld.synthesis.checks import own_nodes
 
     assigned: dict[str, list[ast.AST]] = {}
-    for node in _own_nodes(step):
+    for node in own_nodes(step):
         if isinstance(node, ast.Assign):
             for target in node.targets:
                 if isinstance(target, ast.Name):
@@ -438,7 +443,7 @@ def _repair_float_indices(source: str) -> tuple[str, list[Repair]]:
     if found is None:
         return source, []
     tree, step = found
-    from codeworld.synthesis.checks import _own_nodes
+    from codeworld.synthesis.checks import own_nodes
 
     def reads_state(value: ast.AST) -> bool:
         if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and \
@@ -447,7 +452,7 @@ def _repair_float_indices(source: str) -> tuple[str, list[Repair]]:
         return (isinstance(value, ast.Subscript) and isinstance(value.value, ast.Name)
                 and value.value.id == "state")
 
-    sequences = {t.id for node in tree.body + list(_own_nodes(step)) if isinstance(node, ast.Assign)
+    sequences = {t.id for node in tree.body + list(own_nodes(step)) if isinstance(node, ast.Assign)
                  for t in node.targets if isinstance(t, ast.Name)
                  and isinstance(node.value, (ast.List, ast.Tuple, ast.ListComp))}
     assigned = _assignments(step)
@@ -531,3 +536,29 @@ def _apply_edits(source: str, edits: list[tuple[ast.AST, str, Repair]]) -> str:
     for start, end, text in spans:
         data = data[:start] + text.encode("utf-8") + data[end:]
     return data.decode("utf-8")
+
+
+def _repair_state_alone(source: str, name: str) -> tuple[str, list[Repair]]:
+    """``return state, reward, done`` in the function that returns the next state alone
+    becomes ``return state``."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return source, []
+    fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name), None)
+    if fn is None:
+        return source, []
+    edits = []
+    from codeworld.synthesis.checks import own_nodes
+
+    for node in own_nodes(fn):
+        if isinstance(node, ast.Return) and isinstance(node.value, ast.Tuple) and len(node.value.elts) > 1:
+            first = ast.get_source_segment(source, node.value.elts[0])
+            if first is not None:
+                edits.append((node.value, first, Repair(
+                    "state_alone", node.lineno,
+                    f"{name} returned a tuple: it returns `{first}` alone now (the next state)")))
+    if not edits:
+        return source, []
+    return _apply_edits(source, edits), [e[2] for e in edits]
+
