@@ -32,28 +32,21 @@ DEFAULT_MAX_STEPS = 200
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    from codeworld.commands.runs import add_run_arguments
+    from codeworld.llm import add_llm_arguments
+
     parser = subparsers.add_parser(
         "demo", help="the main job: synthesize a CartPole model with the local LLM, score it, plan with it",
         description="GIF-MCTS with the embedded local model on CartPole-v1 (small budget), then "
                     "both scores with floor and ceiling, then the normalized return of planning.")
     parser.add_argument("--env", default=DEFAULT_ENV, help=f"environment (default {DEFAULT_ENV})")
-    from codeworld.llm.backends import backend_names
-
-    parser.add_argument("--llm", default="local", metavar="SPEC",
-                        help="LLM spec (default: the embedded local model; registered backends: "
-                             f"{', '.join(backend_names())})")
-    parser.add_argument("--budget", type=int, default=DEFAULT_BUDGET,
-                        help=f"LLM calls for the search (default {DEFAULT_BUDGET})")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the search and the episodes")
-    parser.add_argument("--time-limit", type=float, default=DEFAULT_SEARCH_MINUTES, metavar="MIN",
-                        help="start no new LLM call after this many minutes from the start "
-                             f"(default {DEFAULT_SEARCH_MINUTES:g})")
     parser.add_argument("--episodes", type=int, default=DEFAULT_EPISODES,
                         help=f"planning episodes per policy (default {DEFAULT_EPISODES}; paper: 10)")
     parser.add_argument("--max-steps", type=int, default=DEFAULT_MAX_STEPS,
                         help=f"cap on steps per planning episode (default {DEFAULT_MAX_STEPS})")
-    parser.add_argument("--out", default=None, metavar="RUN_DIR",
-                        help="run directory (default runs/demo-ENV-TIME); an existing one is resumed")
+    add_run_arguments(parser, budget=DEFAULT_BUDGET, time_limit=DEFAULT_SEARCH_MINUTES,
+                      out="runs/demo-ENV-TIME; an existing one is resumed")
+    add_llm_arguments(parser)
     parser.set_defaults(func=run)
 
 
@@ -85,7 +78,8 @@ def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     try:
         spec = resolve_env(args.env)
-    except (KeyError, ValueError) as exc:
+        config = demo_config(args)
+    except (KeyError, ValueError, TypeError) as exc:
         print(f"codeworld demo: {exc.args[0] if exc.args else exc}", file=sys.stderr)
         return 2
     env_id = spec.env_id
@@ -95,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"codeworld demo: GIF-MCTS with the {args.llm} LLM on {env_id}, budget {args.budget} "
           f"calls\n  run directory: {out}", flush=True)
 
-    result = synthesize_step(args, spec, out, table, started)
+    result = synthesize_step(args, spec, config, out, table, started)
     if result is not None and result.best_program is not None:
         score_step(spec, result, table)
         plan_step(args, spec, result, table)
@@ -113,26 +107,39 @@ def run(args: argparse.Namespace) -> int:
     return 0 if not table.missing else 1
 
 
-def synthesize_step(args, spec, out: Path, table: _Table, started: float):
+def demo_config(args: argparse.Namespace):
+    """The demo's GIF-MCTS config: its sampling, then ``--set`` and ``--parallel``.
+
+    Raises:
+        ValueError, KeyError, TypeError: a bad override, with a message for the user.
+    """
+    from codeworld.overrides import config_with_overrides, parse_overrides
+    from codeworld.synthesis import GifMctsConfig, SamplingConfig
+
+    overrides = parse_overrides(args.set)
+    if args.parallel is not None:
+        overrides["parallel"] = str(args.parallel)
+    return config_with_overrides(GifMctsConfig(sampling=SamplingConfig(**DEMO_SAMPLING)), overrides)
+
+
+def synthesize_step(args, spec, config, out: Path, table: _Table, started: float):
     """GIF-MCTS into ``out`` (resumed when it already holds a run)."""
     from codeworld.commands.runs import progress_printer
-    from codeworld.llm import LLMError, make_llm
-    from codeworld.synthesis import GifMctsConfig, SamplingConfig
+    from codeworld.llm import LLMError, llm_from_args
     from codeworld.synthesis.config import FinishConfig
     from codeworld.synthesis.cwmb import make_run_world
     from codeworld.synthesis.run import Run
 
-    run = Run.start(out, "gif-mcts", GifMctsConfig(sampling=SamplingConfig(**DEMO_SAMPLING)),
-                    finish=FinishConfig(), continue_existing=True, env_id=spec.env_id,
-                    llm=args.llm, budget=args.budget, seed=args.seed, mode="sound", buffer=None,
-                    timeout_s=PROGRAM_TIMEOUT_S)
+    run = Run.start(out, "gif-mcts", config, finish=FinishConfig(), continue_existing=True,
+                    env_id=spec.env_id, llm=args.llm, budget=args.budget, seed=args.seed,
+                    mode="sound", buffer=None, timeout_s=PROGRAM_TIMEOUT_S)
     world = make_run_world(run)
     if args.llm == "local":
         print("  preparing the embedded model (the first time joins and checks ~1.1 GB)...",
               flush=True)
     try:
-        with make_llm(args.llm, run_dir=str(out)) as llm:
-            result = run.execute(world, llm, progress=progress_printer(args.budget),
+        with llm_from_args(args, run_dir=str(out), slots=config.parallel) as llm:
+            result = run.execute(world, llm, progress=None if args.quiet else progress_printer(args.budget),
                                  time_limit_s=max(0.0, 60 * args.time_limit
                                                   - (time.perf_counter() - started)))
     except (LLMError, OSError) as exc:
