@@ -119,8 +119,9 @@ def test_a_legacy_run_resumes_with_more_budget(legacy_run, tmp_path, capsys):
 @pytest.mark.parametrize("name, first_line", [
     ("demo", "gif-mcts on CartPole-v1 with scripted:/tmp/legacy16a/d.json, seed 0, finished"),
     ("cwmb_job", "gif-mcts on RTFM-v0 with scripted:/tmp/legacy16a/c.jsonl, seed 0, finished"),
-    ("apps_job", "worldcoder on None with scripted:/tmp/legacy16a/a.jsonl, seed 0, None"),
-    ("agent_rewrite", "worldcoder-agent-rewrite on None with None, seed 0, None"),
+    # what the programs were for: the APPS problem, the agent's level
+    ("apps_job", "worldcoder on 0000 with scripted:/tmp/legacy16a/a.jsonl, seed 0, None"),
+    ("agent_rewrite", "worldcoder-agent-rewrite on sokoban-corridor with None, seed 0, None"),
 ])
 def test_show_reads_the_run_json_of_every_earlier_writer(name, first_line, tmp_path, capsys):
     run = tmp_path / name

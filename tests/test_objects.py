@@ -97,7 +97,7 @@ class _Scripted:
         return FakeCompletion(answer)
 
 
-def test_an_agent_rewrite_gets_the_assists_and_a_copy_of_the_skeleton_is_not_scored_again(tmp_path):
+def test_an_agent_rewrite_gets_the_assists_and_a_copy_of_the_skeleton_is_not_scored_again(tmp_path, capsys):
     # the first answer hands back the skeleton it was given, the second has a mistake of form a
     # repair fixes (a missing import), and is the right model
     missing_import = SOKOBAN_MODEL.replace(
@@ -115,6 +115,14 @@ def test_an_agent_rewrite_gets_the_assists_and_a_copy_of_the_skeleton_is_not_sco
     repairs = json.loads((rewrite / "repairs" / "0001.json").read_text())["repairs"]
     assert [r["kind"] for r in repairs] == ["missing_import"]
     assert result.reliable_success is not None and result.llm_calls == 2
+
+    # `codeworld show` reads the agent's run: a row per level, a line per rewrite
+    from codeworld.cli import main
+
+    assert main(["show", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "WorldCoder agent run, optimism True" in out and "sokoban-corridor" in out
+    assert "0  sokoban-corridor      no model" in out and "2 calls, best 1.000" in out
 
 
 def test_without_the_assists_the_prompts_are_the_plain_ones(tmp_path):

@@ -143,7 +143,9 @@ class WorldCoderAgent:
                  limits: SandboxLimits | None = None,
                  progress: Callable[[dict], None] | None = None):
         self.llm = llm
-        self.llm_name = str(getattr(llm, "spec", None) or type(llm).__name__)
+        backend = getattr(llm, "backend", None)  # an LLMClient: record its backend and model
+        self.llm_name = (f"{backend.name}:{backend.model}".rstrip(":") if backend is not None
+                         else type(llm).__name__)
         self.config = config or AgentConfig()
         # every rewrite is a synthesis run with its directory: a temporary one when none is given
         self._scratch = tempfile.TemporaryDirectory(prefix="codeworld-agent-") if run_dir is None else None

@@ -493,6 +493,8 @@ def summarize(run_path: Path) -> dict:
     best = run_dir.read_json("best_report.json") if (run_path / "best_report.json").is_file() else None
     return {
         "run_dir": str(run_path), "method": spec.method, "env_id": spec.env_id,
+        # what the programs were written for: the env, an agent rewrite's level, an APPS problem
+        "target": spec.env_id or spec.extra.get("level") or spec.extra.get("problem"),
         "llm": spec.llm, "seed": spec.seed, "budget": spec.budget,
         "status": None if spec.status is None else spec.status.value, "calls": len(nodes),
         "per_call": per_call,

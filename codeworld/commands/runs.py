@@ -108,8 +108,8 @@ def score_lines(report: dict) -> list[str]:
     floor-normalised), from its evaluation report; empty for a report without them."""
     from codeworld.scoring.report import normalized_score
 
-    if not report or report.get("score") is None:
-        return []
+    if not report or report.get("score") is None or report.get("n_transitions") is None:
+        return []  # not a report of the scorer (an agent's check, an APPS test run)
     floor, ceiling = report.get("floor") or {}, report.get("ceiling") or {}
     train = {"score": report["score"], "strict": report.get("strict"),
              "floor": floor.get("score"), "ceiling": ceiling.get("score"),

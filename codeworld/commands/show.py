@@ -33,7 +33,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def format_summary(summary: dict) -> str:
-    lines = [f"{summary['run_dir']}: {summary['method']} on {summary['env_id']} with "
+    lines = [f"{summary['run_dir']}: {summary['method']} on {summary.get('target') or summary['env_id']} with "
              f"{summary['llm']}, seed {summary['seed']}, {summary['status']}"]
     acc = summary["accounting"]
     lines.append(f"calls {summary['calls']}/{summary['budget']}"
@@ -81,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     from codeworld.synthesis import RunDir
 
     path = Path(args.run_dir)
-    if not RunDir(path).exists() and (path / "levels").is_dir():
+    if not RunDir(path).exists() and ((path / "levels").is_dir() or (path / "rewrites").is_dir()):
         return _show_agent_run(path, args)
     if not RunDir(path).exists():
         print(f"codeworld show: {path} is not a run directory (no run.json)", file=sys.stderr)
@@ -114,10 +114,12 @@ def agent_summary(path: Path) -> dict:
     """An agent run as data: its config, a row per level, a record per rewrite."""
     from codeworld.synthesis import RunDir
 
-    try:
-        accounting = json.loads((path / "accounting.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"{path / 'accounting.json'} cannot be read: {exc}") from None
+    accounting: dict = {}  # written after the first level; a run on its first level has none
+    if (path / "accounting.json").is_file():
+        try:
+            accounting = json.loads((path / "accounting.json").read_text(encoding="utf-8"))
+        except ValueError as exc:
+            raise ValueError(f"{path / 'accounting.json'} cannot be read: {exc}") from None
     rewrites = []
     for folder in sorted((path / "rewrites").glob("[0-9]*")):
         run_dir = RunDir(folder)
@@ -145,8 +147,9 @@ def _show_agent_run(path: Path, args: argparse.Namespace) -> int:
         print(json.dumps(summary, indent=2))
         return 0
     config = summary["config"]
-    lines = [f"{path}: WorldCoder agent run, optimism {config.get('optimism')}, transfer "
-             f"{config.get('transfer')}, seed {config.get('seed')}"]
+    settings = (f"optimism {config.get('optimism')}, transfer {config.get('transfer')}, seed "
+                f"{config.get('seed')}" if config else "on its first level")
+    lines = [f"{path}: WorldCoder agent run, {settings}"]
     lines.append("  level                 episodes  successes  steps  calls  tokens    first success      reliable")
     for row in summary["levels"]:
         def at(m):
