@@ -6,7 +6,8 @@ import random
 
 import pytest
 
-from codeworld.agent import AgentConfig, WorldCoderAgent, list_levels, make_object_env, state_key
+from codeworld.agent import AgentConfig, WorldCoderAgent, list_levels, make_object_env
+from codeworld.synthesis.objects import state_key
 from codeworld.agent.household import (ACTIONS, DESCRIPTION, LEVELS, TASK_KINDS, HouseholdEnv,
                                        LayoutConfig, Task, generate_layout, make_household,
                                        make_state, step_state)
