@@ -35,7 +35,7 @@ class Script:
         self.llm = ScriptedLLM(self._answer)
 
     def _answer(self, call, messages):
-        self.prompts.append(messages[-1]["content"])
+        self.prompts.append(next(m["content"] for m in reversed(messages) if m["role"] == "user"))
         if not self.programs:
             raise AssertionError("the agent asked for more LLM calls than scripted")
         return fenced(self.programs.pop(0))

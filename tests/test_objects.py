@@ -88,7 +88,7 @@ class _Scripted:
         self.prompts = []
 
     def complete(self, messages, **sampling):
-        text = messages[-1]["content"]
+        text = next(m["content"] for m in reversed(messages) if m["role"] == "user")
         self.prompts.append(text)
         answer = self.answers.pop(0) if self.answers else "no code"
         if answer == "<skeleton>":

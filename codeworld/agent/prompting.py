@@ -109,7 +109,11 @@ class AgentPrompts:
                             effects=c.effects or "(nothing recorded yet)", **self._common())
 
     def program(self, request: Request, completion_text: str) -> str | None:
+        """The program of a completion, which continues the prompt's prefill (the opening of the
+        code block, as the world-model prompts do)."""
+        from codeworld.llm.types import prefill_of
+
         try:
-            return extract_code(completion_text)
+            return extract_code(completion_text, prefill_of(self.messages(request)))
         except CodeExtractionError:
             return None
