@@ -12,11 +12,9 @@ worker). This script feeds that one evaluator a shuffled mix of programs:
   recursion, wrong return values;
 * hostile: fork bombs (Python and raw ``fork`` through ctypes), subprocesses, thousands of open
   files, runaway memory, big files, network connections (Python and raw sockets), signals to the
-  parent, closing the worker's pipes, hundreds of threads, output floods.
-
-Two hostile kinds are left out unless ``--with-known-faults``: they found faults on the parent's
-side of the sandbox that stop or subvert the soak itself (`KNOWN_FAULTS`): garbage written to the
-worker's reply pipe hangs the parent, and a forged reply runs its payload in the parent.
+  parent, closing the worker's pipes, hundreds of threads, output floods, garbage and forged
+  pickles written to the worker's reply pipe (which once hung the parent and ran the payload in
+  it; a file holding the parent's pid tells).
 
 Every ``--every`` programs it samples the parent process with psutil: resident memory, child
 processes (and zombies), open file descriptors, threads, and the sandbox's temporary folders left
@@ -67,6 +65,9 @@ def escape_path(i: int) -> str:
 
 
 LIBC = "import ctypes\nLIBC = ctypes.CDLL(None, use_errno=True)"
+# Writes ``frame`` to every descriptor the worker may hold, its reply pipe among them.
+PIPE_WRITE = ("import os, struct\n{setup}\nfor fd in range(3, 64):\n    try:\n"
+              "        os.write(fd, {frame})\n    except OSError:\n        pass")
 
 # name -> (category, weight, make(i) -> program). The weights give the mix of a run.
 KINDS = {
@@ -117,17 +118,14 @@ KINDS = {
         "import threading, time\nfor _ in range(300):\n"
         "    threading.Thread(target=time.sleep, args=(60,), daemon=True).start()")),
     "output flood": ("hostile", 2, lambda i: program(body="print('x' * 10**6)")),
-}
-
-# Kinds that found faults in the sandbox's parent side; left out of the mix unless
-# ``--with-known-faults`` (each stops or subverts the soak itself).
-PIPE_WRITE = ("import os, struct\n{setup}\nfor fd in range(3, 64):\n    try:\n"
-              "        os.write(fd, {frame})\n    except OSError:\n        pass")
-KNOWN_FAULTS = {
-    # The parent reads a length prefix of b'garb' (1.7 GB) and blocks in recv past its deadline.
+    # A length prefix of b'garb' (1.7 GB): once, the parent blocked in recv past its deadline.
     "garbage on its pipes": ("hostile", 2, lambda i: program(
         PIPE_WRITE.format(setup="", frame="b'garbage' * 64"))),
-    # A reply frame the worker forges: the parent unpickles it, which runs the payload in the
+    # A length, then less than it announced, then a long sleep.
+    "short frame on its pipes": ("hostile", 1, lambda i: program(
+        "import time\n" + PIPE_WRITE.format(setup="", frame="struct.pack('!i', 1000) + b'half'"),
+        "time.sleep(30)")),
+    # A reply frame the worker forges: once, the parent unpickled it, which ran the payload in the
     # parent, outside the sandbox (here: it writes the pid of the process that runs it).
     "forged reply on its pipe": ("hostile", 2, lambda i: program(PIPE_WRITE.format(
         setup="import pickle\nclass Payload:\n    def __reduce__(self):\n        return (eval, "
@@ -175,8 +173,6 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=2.0, help="seconds per request")
     parser.add_argument("--every", type=int, default=50, help="sample every this many programs")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--with-known-faults", action="store_true",
-                        help="add the kinds that found faults in the sandbox (see KNOWN_FAULTS)")
     parser.add_argument("--out", default=str(RESULTS / "soak.json"))
     args = parser.parse_args()
 
@@ -190,7 +186,7 @@ def main() -> None:
         if scorer is not None:
             scorer.limits = SandboxLimits(timeout_s=args.timeout)
     process = psutil.Process()
-    kinds = {**KINDS, **(KNOWN_FAULTS if args.with_known_faults else {})}
+    kinds = KINDS
     order = schedule(args.programs, args.seed, kinds)
     tmp_before = sum(1 for n in os.listdir(tempfile.gettempdir())
                      if n.startswith("codeworld-sandbox-"))

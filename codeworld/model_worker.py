@@ -129,6 +129,24 @@ def op_predict(ctx, states: np.ndarray, actions: np.ndarray, chunk: int | None =
 # -- the parent side ----------------------------------------------------------------------------
 
 
+def _chunk_problem(chunk: Any, n: int, n_state: int) -> str | None:
+    """What makes `chunk` no partial result of `op_predict` for `n` transitions of `n_state`
+    numbers, or None."""
+    if type(chunk) is not dict:
+        return f"a partial result that is {type(chunk).__name__}, not a dict"
+    start = chunk.get("start")
+    if type(start) is not int or not 0 <= start <= n:
+        return f"a partial result starting at {start!r}"
+    arrays = [chunk.get(key) for key in ("next_states", "rewards", "dones")]
+    if not all(isinstance(a, np.ndarray) and a.dtype.kind in "biuf" for a in arrays):
+        return "a partial result without numeric arrays"
+    k = len(arrays[1]) if arrays[1].ndim == 1 else -1
+    if k < 0 or start + k > n or arrays[0].shape != (k, n_state) or arrays[2].shape != (k,):
+        return "a partial result of the wrong shape"
+    return None
+
+
+
 @dataclass
 class Prediction:
     """Predictions for a batch of transitions, complete or up to the first failure.
@@ -181,6 +199,8 @@ class ModelWorker:
         if self.load_result is not None and self.load_result.ok and self.sandbox.alive:
             return self.load_result
         result = self.sandbox.call(op_load, source=self.source, discrete=self.discrete, compile=self.compile)
+        if result.ok and type(result.value) is not dict:
+            result = self._invalid_reply(result, f"a load that returned {type(result.value).__name__}")
         self.load_result = result
         if result.ok:
             self.info = result.value
@@ -195,7 +215,10 @@ class ModelWorker:
         return self.sandbox.call(op, timeout_s=timeout_s, **kwargs)
 
     def predict(self, states: np.ndarray, actions: np.ndarray, timeout_s: float | None = None) -> Prediction:
-        """Predict every transition of a batch; stops at the first failing one."""
+        """Predict every transition of a batch; stops at the first failing one.
+
+        Partial results that are not what `op_predict` sends (the candidate wrote to the worker's
+        pipe) make the whole batch an ``invalid_reply`` with nothing predicted."""
         states = np.asarray(states, dtype=np.float64)
         states = states.reshape(len(states), -1)
         actions = np.asarray(actions, dtype=np.float64).reshape(len(states), -1)
@@ -206,6 +229,11 @@ class ModelWorker:
         dones = np.zeros(n, dtype=bool)
         count = 0
         for chunk in result.partial:
+            problem = _chunk_problem(chunk, n, n_state)
+            if problem is not None:
+                result = self._invalid_reply(result, problem)
+                next_states[:], rewards[:], dones[:], count = np.nan, np.nan, False, 0
+                break
             start = chunk["start"]
             k = len(chunk["rewards"])
             next_states[start:start + k] = chunk["next_states"]
@@ -214,6 +242,14 @@ class ModelWorker:
             count = max(count, start + k)
         result.partial = []  # the arrays above hold them now
         return Prediction(result, next_states, rewards, dones, count, dict(self.info))
+
+    def _invalid_reply(self, result: SandboxResult, problem: str) -> SandboxResult:
+        """The failure for a reply that passed the sandbox's checks but is not what the op
+        returns; the worker, whose pipe the candidate wrote to, goes."""
+        self.sandbox.close()
+        return SandboxResult("invalid_reply", message=f"the worker replied with {problem} (the program "
+                             f"wrote to the sandbox's pipe?)", stdout=result.stdout, stderr=result.stderr,
+                             elapsed_s=result.elapsed_s)
 
     def close(self) -> None:
         self.sandbox.close()

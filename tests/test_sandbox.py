@@ -276,3 +276,102 @@ def test_two_hundred_candidates_do_not_leak_descriptors_or_processes():
     assert {"timeout", "crashed", "exception", "invalid_output"} <= set(statuses)
     assert me.num_fds() <= fds_before
     assert _children() <= children_before
+
+
+# A candidate writes `frame` to every descriptor it can (the worker's reply pipe among them).
+_PIPE_WRITE = ("import os, pickle, struct, time\n{setup}\nfor fd in range(3, 64):\n    try:\n"
+               "        os.write(fd, {frame})\n    except OSError:\n        pass\n{after}\n"
+               "return state, 0.0, False")
+
+
+def test_a_forged_pickle_on_the_reply_pipe_never_runs_in_the_parent(tmp_path):
+    marker = tmp_path / "ran"
+    setup = ("class Payload:\n    def __reduce__(self):\n        return (eval, (\"(open(%r, 'w').write("
+             "str(__import__('os').getpid())), {})[1]\",))\nFRAME = pickle.dumps(('ok', Payload()))"
+             % str(marker))
+    source = _model(_PIPE_WRITE.format(setup=setup, frame="struct.pack('!i', len(FRAME)) + FRAME", after=""))
+    result, pred, _, workdir, pid = _run(source)
+    assert result.status == "invalid_reply", (result.status, result.message)
+    assert "builtins.eval" in result.message  # the refused global is named
+    assert not marker.exists()  # the payload ran nowhere: not in the parent, not in the worker
+    assert pred.n_predicted == 0
+    assert not os.path.exists(workdir)
+
+
+def test_a_forged_partial_result_is_a_failure_of_the_candidate_not_of_the_parent():
+    setup = "FRAME = pickle.dumps(('partial', {'start': 'x', 'rewards': [1, 2]}))"
+    source = _model(_PIPE_WRITE.format(setup=setup, frame="struct.pack('!i', len(FRAME)) + FRAME", after=""))
+    with ModelWorker(source, discrete=True, compile=False) as worker:
+        pred = worker.predict(STATES, ACTIONS, timeout_s=TIMEOUT_S)
+        assert pred.result.status == "invalid_reply", (pred.result.status, pred.result.message)
+        assert pred.n_predicted == 0 and np.isnan(pred.rewards).all()
+        assert not worker.sandbox.alive  # the worker whose pipe was written to is gone
+
+
+@pytest.mark.parametrize("frame, status", [
+    ("struct.pack('!i', 1000) + b'half a frame'", "timeout"),  # a length, then too little
+    ("b'garbage' * 64", "invalid_reply"),  # a length of 1.7 GB: over the limit, refused at once
+], ids=["short frame", "garbage"])
+def test_garbage_on_the_reply_pipe_never_hangs_the_parent(frame, status):
+    import threading
+
+    source = _model(_PIPE_WRITE.format(setup="", frame=frame, after="time.sleep(60)"))
+    outcome = []
+    reader = threading.Thread(target=lambda: outcome.append(_run(source, timeout_s=2.0)), daemon=True)
+    reader.start()
+    reader.join(60)  # the parent's own wait; the old sandbox blocked in recv until the worker wrote
+    assert outcome, "the parent hung reading the worker's pipe"
+    result, pred, _, workdir, pid = outcome[0]
+    assert result.status == status, (result.status, result.message)
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    assert not os.path.exists(workdir)
+
+
+_PARENT = """
+import sys
+from codeworld import ModelWorker
+worker = ModelWorker("def step(state, action):\\n    while True:\\n        pass\\n", discrete=True,
+                     compile=False)
+worker.load()
+print(worker.sandbox.pid, worker.sandbox.workdir, flush=True)
+worker.predict([[0.0]], [0], timeout_s=600)
+"""
+
+
+def _gone(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def test_a_killed_parent_takes_its_worker_with_it_and_its_folder_is_cleaned_later():
+    import signal
+    import subprocess
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = {**os.environ, "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    parent = subprocess.Popen([sys.executable, "-c", _PARENT], stdout=subprocess.PIPE, text=True, env=env)
+    pid = None
+    try:
+        pid, workdir = parent.stdout.readline().split()
+        pid = int(pid)
+        time.sleep(1.0)  # the endless loop is running
+        assert not _gone(pid)
+        os.kill(parent.pid, signal.SIGKILL)
+        parent.wait()
+        waited = 0.0
+        while not _gone(pid) and waited < 30:
+            time.sleep(0.1)
+            waited += 0.1
+        assert _gone(pid), "the worker outlived its parent"
+    finally:
+        parent.kill()
+        parent.wait()
+        parent.stdout.close()
+        if pid is not None and not _gone(pid):  # the old sandbox: the orphan would spin until its CPU limit
+            os.kill(pid, signal.SIGKILL)
+    assert os.path.isdir(workdir)  # nobody closed the sandbox
+    with Sandbox() as box:  # the next sandbox to start removes it
+        assert box.start().ok
+    assert not os.path.exists(workdir)

@@ -1,11 +1,12 @@
 """Limits a sandbox worker puts on itself before it runs any candidate code.
 
-Three layers, applied in this order by the worker at start-up:
+First of all the worker ties its life to its parent's (`die_with_parent`): when the search
+process ends, killed or not, its workers end with it. Then three layers, in this order:
 
 1. resource limits (address space, CPU time, file size, no core dumps);
 2. a seccomp-BPF filter (Linux x86_64 and aarch64) that refuses new processes (fork, vfork,
    execve, and clone without CLONE_THREAD), every socket, signals to any other process, ptrace,
-   and changes to resource limits. Threads stay allowed: numpy and Numba use them. It binds root
+   changes to resource limits and to the parent-death signal. Threads stay allowed: numpy and Numba use them. It binds root
    too, unlike ``RLIMIT_NPROC``;
 3. a Python audit hook that refuses the same operations at the Python level with a readable
    error (the seccomp filter is what holds when code goes around Python, e.g. through ctypes).
@@ -25,6 +26,34 @@ import resource
 import signal
 import struct
 import sys
+
+_PR_SET_PDEATHSIG = 1
+
+# ---------------------------------------------------------------------------------------------
+# The parent's death
+# ---------------------------------------------------------------------------------------------
+
+
+def die_with_parent(parent_pid: int) -> str | None:
+    """Ask the kernel for SIGKILL when the parent ends (Linux ``PR_SET_PDEATHSIG``), then exit at
+    once if the parent already ended before the request took effect.
+
+    The signal comes when the thread that started the worker ends, so a sandbox is started from a
+    thread that outlives it (the main thread, or a pool's). Returns None, or why the signal could
+    not be asked for (the worker then lives until its CPU limit if its parent is killed).
+    """
+    error = None
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+        if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+            error = f"prctl(PDEATHSIG) failed: {os.strerror(ctypes.get_errno())}"
+    else:
+        error = f"no parent-death signal on {sys.platform}"
+    if os.getppid() != parent_pid:  # the parent ended before the signal was asked for
+        os._exit(1)
+    return error
+
 
 # ---------------------------------------------------------------------------------------------
 # Resource limits
@@ -76,7 +105,7 @@ _ARCHES = {
         {
             "fork": 57, "vfork": 58, "execve": 59, "execveat": 322, "clone": 56, "clone3": 435,
             "socket": 41, "socketpair": 53, "kill": 62, "tkill": 200, "tgkill": 234,
-            "ptrace": 101, "setrlimit": 160, "prlimit64": 302,
+            "ptrace": 101, "setrlimit": 160, "prlimit64": 302, "prctl": 157,
         },
     ),
     "aarch64": (
@@ -84,7 +113,7 @@ _ARCHES = {
         {
             "execve": 221, "execveat": 281, "clone": 220, "clone3": 435,
             "socket": 198, "socketpair": 199, "kill": 129, "tkill": 130, "tgkill": 131,
-            "ptrace": 117, "setrlimit": 164, "prlimit64": 261,
+            "ptrace": 117, "setrlimit": 164, "prlimit64": 261, "prctl": 167,
         },
     ),
 }
@@ -120,7 +149,11 @@ def _build_filter(machine: str, pid: int) -> list[tuple[int, int, int, int]]:
     emit(_JEQ_K, nr["clone"], jt="clone", jf=0)
     emit(_JEQ_K, nr["kill"], jt="signal", jf=0)
     emit(_JEQ_K, nr["tgkill"], jt="signal", jf=0)
+    emit(_JEQ_K, nr["prctl"], jt="prctl", jf=0)
     emit(_RET_K, _RET_ALLOW)
+    label("prctl")  # the parent-death signal stays as the worker set it
+    emit(_LD_W_ABS, _OFF_ARG0_LOW)
+    emit(_JEQ_K, _PR_SET_PDEATHSIG, jt="deny", jf="allow")
     label("clone")
     emit(_LD_W_ABS, _OFF_ARG0_LOW)
     emit(_JSET_K, _CLONE_THREAD, jt="allow", jf="deny")

@@ -2,9 +2,12 @@
 
 Started by `codeworld.sandbox.Sandbox` in a fresh interpreter (the equivalent of multiprocessing's
 ``spawn``: nothing is inherited from the parent but two pipe descriptors). It limits itself (see
-`_guards`), then serves requests ``(op reference, kwargs)`` until it receives ``(None, {})``. An op
+`_guards`; first of all it dies with its parent), then serves requests ``(op reference, kwargs)`` until it receives ``(None, {})``. An op
 is imported from its reference as `codeworld.sandbox.ops` says; it streams partial results with
-``ctx.emit``, which the parent keeps even when the request later times out.
+``ctx.emit``, which the parent keeps even when the request later times out. Replies are
+multiprocessing's frames (a 4-byte length, then a pickle); the parent reads them with a deadline
+and unpickles them with a short list of allowed globals (`_runner`), because a candidate can
+write to the reply pipe too.
 """
 
 from __future__ import annotations
@@ -88,13 +91,16 @@ def serve(conn_in: Connection, conn_out: Connection, config: dict) -> None:
             try:
                 conn_out.send(("error", record))
             except Exception:  # e.g. an unpicklable detail; send the plain text instead
-                conn_out.send(("error", {k: str(v) for k, v in record.items()}))
+                conn_out.send(("error", {k: (v if k in ("line", "transition") and type(v) is int else
+                                             None if k in ("line", "transition") else str(v))
+                                         for k, v in record.items()}))
         else:
             conn_out.send(("ok", result))
 
 
 def main() -> None:
     config = json.loads(sys.argv[1])
+    parent_death_error = _guards.die_with_parent(config["parent_pid"])
     conn_in = Connection(config["fd_in"], writable=False)
     conn_out = Connection(config["fd_out"], readable=False)
 
@@ -113,7 +119,8 @@ def main() -> None:
     _guards.install_audit_hook()
     _guards.install_soft_timeout()
     conn_out.send(("hello", {"pid": os.getpid(), "seccomp": seccomp_error is None,
-                             "seccomp_error": seccomp_error, "time": time.time()}))
+                             "seccomp_error": seccomp_error, "parent_death_error": parent_death_error,
+                             "time": time.time()}))
     serve(conn_in, conn_out, config)
     sys.stdout.flush()
 
