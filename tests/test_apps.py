@@ -79,13 +79,20 @@ def test_evaluator_feeds_fix_and_improve():
     assert good.score == 1.0 and not good.buggy
     half = evaluator.evaluate("print(0)\n")  # right on the second search test only
     assert half.score == 0.5 and not half.buggy and half.mispredicted["expected"] == "6\n"
-    bug = evaluator.evaluate("print(undefined_name)\n")
-    assert bug.buggy and "NameError" in bug.feedback and "input" in bug.feedback
+    bug = evaluator.evaluate("n = int(input())\nprint(n // 0)\n")
+    assert bug.buggy and "ZeroDivisionError" in bug.feedback and "input" in bug.feedback
+    # the synthesis core's checks and repairs that fit any program: a name never defined is
+    # caught before a test runs, a missing import is added
+    unknown = evaluator.evaluate("print(undefined_name)\n")
+    assert unknown.buggy and unknown.report["status"] == "static_check"
+    assert "the name 'undefined_name' is used but never defined" in unknown.feedback
+    repaired, repairs = evaluator.prepare("print(math.floor(2.5))\n")
+    assert repaired.startswith("import math\n") and repairs[0]["kind"] == "missing_import"
     prompts = AppsPrompts(p)
     improve = prompts.messages(Request(1, IMPROVE, 1, program="print(0)\n", mispredicted=half.mispredicted))
     assert "Expected output:\n```\n6\n" in improve[-1]["content"]
     fix = prompts.messages(Request(2, FIX, 2, program="print(x)\n", feedback=bug.feedback))
-    assert "NameError" in fix[-1]["content"]
+    assert "ZeroDivisionError" in fix[-1]["content"]
     generate = prompts.messages(Request(0, GENERATE, 0, prefix="n = int(input())\n"))
     assert generate[-1]["role"] == "assistant" and generate[-1]["content"].endswith("n = int(input())\n")
     answer = "Here:\n```python\nx = 1\nprint(x)\n```"

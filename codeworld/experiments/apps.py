@@ -325,8 +325,17 @@ class AppsEvaluator(Evaluator):
     """Scores a program by the fraction of the given tests it passes (in a sandbox).
 
     A program that raises or runs out of time on a test is buggy (the search then offers *fix*,
-    with the error and the test's input); otherwise the first failed test feeds *improve*.
+    with the error and the test's input); otherwise the first failed test feeds *improve*. The
+    synthesis core's help that fits any program reaches it too: the missing-import repair
+    (`prepare`), and the static checks of names never defined and of randomness, which make a
+    program buggy before any test runs.
     """
+
+    def prepare(self, program: str, parent: str = "") -> tuple[str, list[dict]]:
+        from codeworld.synthesis.repairs import repair_imports
+
+        repaired, repairs = repair_imports(program)
+        return repaired, [r.to_json() for r in repairs]
 
     def __init__(self, problem: Problem, tests: list[int], timeout_s: float = 4.0):
         self.problem = problem
@@ -334,6 +343,17 @@ class AppsEvaluator(Evaluator):
         self.timeout_s = timeout_s
 
     def evaluate(self, program: str) -> ProgramEvaluation:
+        import ast
+
+        from codeworld.synthesis.checks import code_problems, format_problems, unique_problems
+
+        try:
+            problems = unique_problems(code_problems(ast.parse(program)), 5)
+        except SyntaxError:
+            problems = []  # the test run reports it, with its line
+        if problems:
+            return ProgramEvaluation(0.0, True, format_problems(problems, program), None,
+                                     {"status": "static_check", "problems": [q.to_json() for q in problems]})
         p = self.problem
         inputs = [p.inputs[k] for k in self.tests]
         outputs = [p.outputs[k] for k in self.tests]

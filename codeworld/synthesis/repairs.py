@@ -78,7 +78,7 @@ def repair(source: str, parent: str = "", functions: tuple[str, ...] | None = No
     repairs += done
     source, done = _repair_unbound_next_state(source)
     repairs += done
-    source, done = _repair_imports(source)
+    source, done = repair_imports(source)
     repairs += done
     source, done = _repair_unbound_results(source)
     repairs += done
@@ -333,7 +333,9 @@ def _repair_unbound_results(source: str) -> tuple[str, list[Repair]]:
 # ------------------------------------------------------------------------------------ imports
 
 
-def _repair_imports(source: str) -> tuple[str, list[Repair]]:
+def repair_imports(source: str) -> tuple[str, list[Repair]]:
+    """The program with the imports of the modules and `typing` names it uses without importing
+    them added (the repair every world shares, whatever its contract)."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
