@@ -216,10 +216,6 @@ class _FrameReader:
                 raise EOFError("the worker closed its pipe")
             self._buffer += chunk
 
-    def ready(self) -> bool:
-        """Whether the pipe has something to read (or is closed) now."""
-        return bool(self._poll.poll(0))
-
     def close(self) -> None:
         os.close(self.fd)
 
