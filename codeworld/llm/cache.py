@@ -13,7 +13,6 @@ import os
 import tempfile
 from pathlib import Path
 
-from codeworld._paths import cache_root as default_cache_root  # noqa: F401 (re-exported)
 from codeworld.llm.types import Completion, Sampling
 
 CACHE_VERSION = 1

