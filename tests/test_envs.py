@@ -6,10 +6,8 @@ import numpy as np
 import pytest
 
 from codeworld.cli import main
-from codeworld.envs import (
-    UnknownEnvError, encode_action, encode_obs, get_spec, list_envs, make_env, resolve_env,
-    set_state_from_obs, step_from_obs,
-)
+from codeworld.envs import UnknownEnvError, encode_obs, get_spec, list_envs, make_env, resolve_env, step_from_obs
+from codeworld.envs.registry import encode_action, set_state_from_obs
 from codeworld.envs.descriptions import KEPT_SECTIONS, describe, description_path
 
 PAPER_IDS = ["Blackjack-v1", "CliffWalking-v0", "Taxi-v3", "CartPole-v1", "MountainCar-v0", "Acrobot-v1",
