@@ -79,6 +79,15 @@ class ReferenceLLM:
         return FakeCompletion(f"```python\n{self.program}```\n")
 
 
+def _record(rows: list[dict], row: dict, variant: str, report) -> None:
+    """Keep a level's row under its variant or method, print it, and pass it to ``report``."""
+    row["variant"] = variant
+    rows.append(row)
+    print(format_row(row), flush=True)
+    if report is not None:
+        report(row)
+
+
 def run_variant(name: str, llm_for: Callable[[Any], Any], levels: list[str], base: AgentConfig,
                 runs: Path | None, seeds: list[int], report=None) -> list[dict]:
     """Play the curriculum once with one variant's settings; ``report(row)`` after each level.
@@ -100,11 +109,7 @@ def run_variant(name: str, llm_for: Callable[[Any], Any], levels: list[str], bas
             except Exception as exc:  # noqa: BLE001 - a failed level is a result too
                 row = {"level": env.name, "error": f"{type(exc).__name__}: {exc}",
                        "wall_seconds": round(time.perf_counter() - started, 1)}
-            row["variant"] = name
-            rows.append(row)
-            print(format_row(row), flush=True)
-            if report is not None:
-                report(row)
+            _record(rows, row, name, report)
     return rows
 
 
@@ -132,11 +137,7 @@ def run_baseline(method: str, levels: list[str], args: argparse.Namespace, llm_f
         except Exception as exc:  # noqa: BLE001 - a failed level is a result too
             row = {"level": level, "error": f"{type(exc).__name__}: {exc}",
                    "wall_seconds": round(time.perf_counter() - started, 1)}
-        row["variant"] = method
-        rows.append(row)
-        print(format_row(row), flush=True)
-        if report is not None:
-            report(row)
+        _record(rows, row, method, report)
     return rows
 
 

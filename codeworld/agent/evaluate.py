@@ -123,11 +123,14 @@ class AgentEvaluator(Evaluator):
 
     def check(self, source: str) -> ModelCheck:
         """Check one program (in the sandbox), after the static checks when the assists are on."""
-        problems = object_problems(source, self.schema) if self.schema is not None else []
-        try:
-            check_agent_source(source)
-        except AgentModelError as exc:
-            problems = problems or [StaticProblem(exc.line, str(exc), "no_model")]
+        if self.schema is not None:  # the contract's checks and the schema's, in one pass
+            problems = object_problems(source, self.schema)
+        else:
+            try:
+                check_agent_source(source)
+                problems = []
+            except AgentModelError as exc:
+                problems = [StaticProblem(exc.line, str(exc), "no_model")]
         if problems:
             result = ModelCheck("invalid", format_problems(problems, source))
             self.checks.append(result)
