@@ -173,3 +173,31 @@ def test_spec_methods_set_and_step_the_simulator():
     next_obs, reward, terminated = spec.step_from_obs(env, obs, np.array([1.0]))
     assert next_obs.shape == (4,) and reward == 1.0 and terminated is False
     assert next_obs[0] == pytest.approx(0.1 - 0.2 * 0.02)
+
+
+def test_description_tables_are_compacted_and_a_constant_column_is_said_once():
+    from codeworld.envs.descriptions import compact_tables
+
+    table = "\n".join([
+        "Text before.",
+        "| Num | Action        | Min  | Max |",
+        "|-----|---------------|------|-----|",
+        "| 0   | push left     | -Inf | Inf |",
+        "| 1   | push right    | -Inf | Inf |",
+        "| 2   | do nothing    | -Inf | 5   |",
+        "Text after."])
+    assert compact_tables(table).splitlines() == [
+        "Text before.",
+        "| Num | Action | Max |",
+        "|---|---|---|",
+        "| 0 | push left | Inf |",
+        "| 1 | push right | Inf |",
+        "| 2 | do nothing | 5 |",
+        "(In every row: Min = -Inf.)",
+        "Text after."]
+    # a table of two rows keeps every column; a ragged one only loses its padding
+    assert compact_tables("| a | b |\n|---|---|\n| 1   | 2 |") == "| a | b |\n|---|---|\n| 1 | 2 |"
+    assert compact_tables("| a |  b |\n| 1 |") == "| a | b |\n| 1 |"
+    # the MuJoCo tables say their bounds once
+    ant = describe("Ant-v4")
+    assert "| 0 | z-coordinate of the torso (centre) |" in ant and "-Inf | Inf" not in ant

@@ -44,6 +44,7 @@ _HTML_TAG = re.compile(r"<[^>]+>")
 # a bare bracketed number or pair is content (a grid cell ``[3, 11]``, a state ``[36]``) and stays.
 _CITATION = re.compile(r"\s*\[\s*<a\s[^>]*>\s*\d+\s*</a>\s*\]")
 _URL = re.compile(r"\s*\(?https?://\S+\)?")
+_TABLE_RULE = re.compile(r":?-+:?")
 
 
 def _docstring_class(spec: EnvSpec) -> tuple[type, str]:
@@ -66,14 +67,56 @@ def _docstring_class(spec: EnvSpec) -> tuple[type, str]:
 
 
 def _clean(text: str) -> str:
-    """Drop links, HTML tags, citation marks and fenced code blocks from docstring markdown."""
+    """Drop links, HTML tags, citation marks and fenced code blocks from docstring markdown, and
+    compact its tables (`compact_tables`)."""
     text = re.sub(r"```.*?```", "", text, flags=re.S)
     text = _CITATION.sub("", text)
     text = _MD_LINK.sub(r"\1", text)
     text = _HTML_TAG.sub("", text)
     text = _URL.sub("", text)
+    text = compact_tables(text)
     text = re.sub(r"\n{3,}", "\n\n", text)
     return text.strip()
+
+
+def _cells(line: str) -> list[str]:
+    return [cell.strip() for cell in line.strip().strip("|").split("|")]
+
+
+def _compact_table(lines: list[str]) -> list[str]:
+    rows = [_cells(line) for line in lines]
+    width = len(rows[0])
+    separator = len(rows) > 1 and all(_TABLE_RULE.fullmatch(c) for c in rows[1])
+    if not separator or any(len(row) != width for row in rows):
+        return [" ".join(line.split()) for line in lines]
+    header, body = rows[0], rows[2:]
+    same = [j for j in range(width) if len(body) >= 3 and len({row[j] for row in body}) == 1]
+    keep = [j for j in range(width) if j not in same] or list(range(width))
+    out = ["| " + " | ".join(row[j] for j in keep) + " |" for row in [header] + body]
+    out.insert(1, "|" + "---|" * len(keep))
+    shared = [f"{header[j] or f'column {j + 1}'} = {body[0][j]}" for j in same if j not in keep]
+    if shared:
+        out.append("(In every row: " + ", ".join(shared) + ".)")
+    return out
+
+
+def compact_tables(text: str) -> str:
+    """Markdown tables with their cells' padding removed, and a column that holds the same value
+    in every row (three rows or more) said once under its table instead of in each row.
+
+    The documentation's tables pad every cell to the widest one and repeat bounds such as
+    ``-Inf | Inf`` on each of dozens of rows; both cost prompt tokens and say nothing more.
+    """
+    lines, out, table = text.split("\n"), [], []
+    for line in lines + [""]:
+        if line.strip().startswith("|") and line.strip().endswith("|") and len(line.strip()) > 1:
+            table.append(line)
+            continue
+        if table:
+            out += _compact_table(table)
+            table = []
+        out.append(line)
+    return "\n".join(out[:-1])
 
 
 def _sections(doc: str) -> list[tuple[str, str]]:
