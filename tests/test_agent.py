@@ -211,3 +211,48 @@ def test_agent_models_run_in_the_sandbox_worker_not_in_this_process():
         check = agent.check(env, [{"state": state, "mission": mission}], program=spy)
     worker_pid = check.plans[0]["predicted"][0]["next_state"]["pid"]
     assert worker_pid != os.getpid()
+
+
+# Right dynamics; reward on every step: the errors are all in `reward`.
+ALWAYS = SOKOBAN_MODEL.split("def reward")[0] + "def reward(state, action, next_state, mission):\n    return 1.0, True\n"
+
+
+def test_feedback_says_which_function_is_wrong_and_describes_a_repeated_transition_once():
+    env = make_sokoban("corridor")
+    data, starts = _reward_free_data(env)
+    data = data + [dict(data[0])]  # the same transition recorded twice
+    with Sandbox() as sandbox:
+        def feedback(program):
+            return AgentEvaluator(sandbox, data, starts, env.n_actions, env.action_names,
+                                  optimism=False, max_nodes=5000, max_depth=30,
+                                  timeout_s=20).evaluate(program).feedback
+
+        always, swapped = feedback(ALWAYS), feedback(SWAPPED)
+    assert "explains 0 of 7 recorded transitions. `transition` is right on all 7 (keep it as it " \
+           "is); `reward` is wrong on 7" in always
+    first = "state: " + always.split("state: ")[1].split("\n")[0]
+    assert always.count(first + "\naction: 0") == 1  # data[0] and its copy: described once
+    assert "`reward` is right on all 7 (keep it as it is); `transition` is wrong on" in swapped
+
+
+def test_after_a_rewrite_that_found_nothing_the_next_waits_for_new_data():
+    # Every answer is wrong on every step: the agent keeps being contradicted.
+    script = Script([ALWAYS] * 12)
+    env = make_sokoban("corridor")
+    with WorldCoderAgent(script.llm, config(max_llm_calls=12, rewrite_calls=2, max_env_steps=40,
+                                            rewrite_growth=1.0)) as agent:
+        result = agent.run_level(env)
+    sizes = [r["env_steps"] for r in result.rewrites]
+    assert sizes[0] == 0 and not any(r["accepted"] for r in result.rewrites[1:])
+    # each later rewrite saw at least one new transition per action and twice the data of the last
+    for before, after in zip(sizes[1:], sizes[2:]):
+        assert after - before >= max(env.n_actions, before)
+    assert len(sizes) >= 3 and result.env_steps == 40
+
+    # growth 0 with one new transition per action at least: never two rewrites on the same data
+    script = Script([ALWAYS] * 12)
+    with WorldCoderAgent(script.llm, config(max_llm_calls=12, rewrite_calls=2, max_env_steps=40,
+                                            rewrite_growth=0.0)) as agent:
+        result = agent.run_level(env)
+    sizes = [r["env_steps"] for r in result.rewrites]
+    assert all(after - before >= env.n_actions for before, after in zip(sizes[1:], sizes[2:]))

@@ -22,6 +22,9 @@ class AgentConfig:
         max_env_steps: environment steps per level before the agent gives up on it.
         max_llm_calls: LLM calls per level before the agent stops rewriting (it keeps acting).
         rewrite_calls: the most LLM calls of one rewrite (one REx search).
+        rewrite_growth: after a rewrite that found no program explaining all data, the next one
+            waits until the data has grown by this fraction of its size then (and by at least
+            one transition per action); 0 with one action rewrites at every contradiction.
         reliable_successes: successful episodes in a row that count as reliable success; the
             level ends there.
         max_episode_steps: steps per episode (None: the environment's own limit).
@@ -48,6 +51,7 @@ class AgentConfig:
     max_env_steps: int = 300
     max_llm_calls: int = 20
     rewrite_calls: int = 4
+    rewrite_growth: float = 1.0
     reliable_successes: int = 10
     max_episode_steps: int | None = 50
     plan_max_nodes: int = 20000
@@ -66,5 +70,7 @@ class AgentConfig:
             raise ValueError("epsilon must be in [0, 1]")
         if self.rewrite_calls < 1 or self.max_llm_calls < 0 or self.max_env_steps < 1:
             raise ValueError("rewrite_calls >= 1, max_llm_calls >= 0 and max_env_steps >= 1")
+        if self.rewrite_growth < 0:
+            raise ValueError("rewrite_growth must be >= 0")
         if self.reliable_successes < 1:
             raise ValueError("reliable_successes must be at least 1")

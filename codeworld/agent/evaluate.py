@@ -38,6 +38,8 @@ class ModelCheck:
         error: the first exception the program raised on a transition (a cleaned record).
         mismatches: the first mispredicted transitions (index into the data and predictions).
         plans: per start state, the planner's answer.
+        state_correct: transitions whose next state ``transition`` predicts exactly.
+        reward_correct: transitions whose reward and done ``reward`` predicts exactly.
     """
 
     status: str
@@ -48,6 +50,8 @@ class ModelCheck:
     error: dict | None = None
     mismatches: list[dict] = field(default_factory=list)
     plans: list[dict] = field(default_factory=list)
+    state_correct: int = 0
+    reward_correct: int = 0
 
     @property
     def plan_error(self) -> dict | None:
@@ -151,7 +155,9 @@ class AgentEvaluator(Evaluator):
             plans = v["plans"]
             result = ModelCheck("ok", "", n=v["n"], correct=v["correct"],
                                 reached=[bool(p["found"]) for p in plans], error=v["error"],
-                                mismatches=v["mismatches"], plans=plans)
+                                mismatches=v["mismatches"], plans=plans,
+                                state_correct=v["state_correct"],
+                                reward_correct=v["reward_correct"])
         self.checks.append(result)
         return result
 
@@ -168,6 +174,20 @@ class AgentEvaluator(Evaluator):
     def _action(self, action: int) -> str:
         name = self.action_names[action] if 0 <= action < len(self.action_names) else "?"
         return f"{action} ({name})"
+
+    @staticmethod
+    def _which_function(result: ModelCheck) -> str:
+        """Which of the two functions the errors are in, when one of them is right on every
+        transition (so that the next program keeps it and changes the other)."""
+        n = result.n
+        if result.state_correct == n:
+            return (f" `transition` is right on all {n} (keep it as it is); `reward` is wrong on "
+                    f"{n - result.reward_correct}: its reward or done differs from the recorded one.")
+        if result.reward_correct == n:
+            return (f" `reward` is right on all {n} (keep it as it is); `transition` is wrong on "
+                    f"{n - result.state_correct}: its next state differs from the recorded one.")
+        return (f" `transition` is wrong on {n - result.state_correct} and `reward` on "
+                f"{n - result.reward_correct}.")
 
     def feedback(self, result: ModelCheck) -> str:
         """What is wrong with a program, as the improve or fix prompt shows it."""
@@ -198,7 +218,8 @@ class AgentEvaluator(Evaluator):
                 f"the program's changes: {predicted_changes}; reward {m['predicted_reward']:g}, "
                 f"done {bool(m['predicted_done'])}")
         if result.n and result.correct < result.n:
-            parts.insert(0, f"The program explains {result.correct} of {result.n} recorded transitions.")
+            parts.insert(0, f"The program explains {result.correct} of {result.n} recorded "
+                            f"transitions.{self._which_function(result)}")
         if self.optimism:
             for start, reached, plan in zip(self.starts, result.reached, result.plans):
                 if reached:

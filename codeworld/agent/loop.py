@@ -156,6 +156,9 @@ class WorldCoderAgent:
         self.data: list[dict] = []
         self.known_missions: dict[str, str] = {}  # mission -> the level it was first met on
         self.rewrite_count = 0
+        # the data's size at the last rewrite that found no accepted program (None: the last one
+        # did, or none ran yet): the next rewrite waits for more data (`_rewrite_due`)
+        self.failed_at: int | None = None
         self.level_index = 0
         self.family: str | None = None
         self.results: list[LevelResult] = []
@@ -183,6 +186,7 @@ class WorldCoderAgent:
         self.program = None
         self.data = []
         self.known_missions = {}
+        self.failed_at = None
 
     # ------------------------------------------------------------------ model checks
 
@@ -215,6 +219,19 @@ class WorldCoderAgent:
             text += (f"\nMissions the agent met before, nearest first (the reward function should "
                      f"keep working for them too, and a new mission is often like an old one): {listed}.")
         return text
+
+    def _rewrite_due(self, env: ObjectEnv) -> bool:
+        """Whether a contradiction calls for a rewrite now.
+
+        After an accepted model, at once (the paper's schedule). After a rewrite that found no
+        program for the data it had, the same evidence would be asked about again: the next one
+        waits until the data has grown by ``rewrite_growth`` of its size then, and by at least
+        one transition per action, so each rewrite is shown something new.
+        """
+        if self.failed_at is None:
+            return True
+        grown = len(self.data) - self.failed_at
+        return grown >= max(env.n_actions, self.config.rewrite_growth * self.failed_at)
 
     def rewrite(self, env: ObjectEnv, result: LevelResult, starts: list[dict], mission: str,
                 reason: str) -> bool:
@@ -272,6 +289,7 @@ class WorldCoderAgent:
         self._report("rewrite", level=env.name, **result.rewrites[-1], llm_calls=result.llm_calls,
                      level_tokens=result.tokens, best=max(out.history[-1]["best"], 0.0)
                      if out.history else None, run_dir=str(run.run_dir.path))
+        self.failed_at = None if accepted else len(self.data)
         return accepted
 
     def plan(self, env: ObjectEnv, state: dict, mission: str, result: LevelResult) -> dict | None:
@@ -323,7 +341,8 @@ class WorldCoderAgent:
         if not check.accepted(c.optimism):
             reason = "no model" if self.program is None else (
                 "contradicted by data" if check.consistency < 1 or check.failed else "goal unreachable")
-            self.rewrite(env, result, [start], mission, reason)
+            if self.program is None or self._rewrite_due(env):
+                self.rewrite(env, result, [start], mission, reason)
         plan = self.plan(env, state, mission, result)
         limit = c.max_episode_steps or env.max_steps
         success = False
@@ -346,7 +365,8 @@ class WorldCoderAgent:
                 self._explains(env, t, result)
             if not right:
                 contradictions += 1
-                self.rewrite(env, result, [start], mission, "contradicted by a new transition")
+                if self._rewrite_due(env):
+                    self.rewrite(env, result, [start], mission, "contradicted by a new transition")
             state = next_state
             if terminated or truncated:
                 break

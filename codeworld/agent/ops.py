@@ -115,9 +115,12 @@ def bfs_plan(functions, start: dict, mission: str, n_actions: int, max_nodes: in
 
 
 def check_transitions(functions, transitions: list[dict], max_mismatches: int = 3) -> dict:
-    """How many recorded transitions the model explains, with the first mismatches and error."""
-    correct = 0
+    """How many recorded transitions the model explains (in all, by `transition` alone and by
+    `reward` alone), with the first mismatches (one per recorded state, action and mission: a
+    transition recorded twice is described once) and the first error."""
+    correct = state_correct = reward_correct = 0
     mismatches: list[dict] = []
+    described: set[tuple[str, int, str]] = set()
     error = None
     for index, t in enumerate(transitions):
         try:
@@ -129,13 +132,19 @@ def check_transitions(functions, transitions: list[dict], max_mismatches: int = 
         ok_state = normalize_state(next_state) == normalize_state(t["next_state"])
         ok_reward = abs(value - float(t["reward"])) <= 1e-6
         ok_done = done == bool(t["done"])
+        state_correct += ok_state
+        reward_correct += ok_reward and ok_done
         if ok_state and ok_reward and ok_done:
             correct += 1
-        elif len(mismatches) < max_mismatches:
+            continue
+        key = (state_key(t["state"]), int(t["action"]), t["mission"])
+        if len(mismatches) < max_mismatches and key not in described:
+            described.add(key)
             mismatches.append({"index": index, "predicted_next_state": normalize_state(next_state),
                                "predicted_reward": value, "predicted_done": done,
                                "state_ok": ok_state, "reward_ok": ok_reward, "done_ok": ok_done})
-    return {"n": len(transitions), "correct": correct, "mismatches": mismatches, "error": error}
+    return {"n": len(transitions), "correct": correct, "state_correct": state_correct,
+            "reward_correct": reward_correct, "mismatches": mismatches, "error": error}
 
 
 def op_evaluate(ctx, source: str, transitions: list[dict], starts: list[dict], n_actions: int,
