@@ -256,3 +256,23 @@ def test_after_a_rewrite_that_found_nothing_the_next_waits_for_new_data():
         result = agent.run_level(env)
     sizes = [r["env_steps"] for r in result.rewrites]
     assert all(after - before >= env.n_actions for before, after in zip(sizes[1:], sizes[2:]))
+
+
+def test_a_wrong_model_does_not_make_the_agent_repeat_a_transition_it_already_recorded():
+    # ALWAYS is accepted before any data (reward at the first step of every plan); with no
+    # LLM budget left it stays wrong, and its plans would step into the same wall for ever.
+    script = Script([ALWAYS])
+    env = make_sokoban("corridor")
+    with WorldCoderAgent(script.llm, config(max_llm_calls=1, max_env_steps=30,
+                                            reliable_successes=1)) as agent:
+        agent.run_level(env)
+    tried: dict[str, set] = {}
+    for t in agent.data:
+        if t["reward"] > 0:
+            break
+        key = json.dumps(t["state"], sort_keys=True)
+        seen = tried.setdefault(key, set())
+        # an action is taken again from a state only once every action has been tried there
+        assert t["action"] not in seen or len(seen) == env.n_actions
+        seen.add(t["action"])
+    assert len(agent.data) > env.n_actions

@@ -31,7 +31,7 @@ from codeworld.agent.config import AgentConfig
 from codeworld.agent.envs import ObjectEnv
 from codeworld.agent.evaluate import AgentEvaluator, ModelCheck
 from codeworld.synthesis.objects import (effects_text, normalize_state, schema_text, skeleton_program,
-                                         state_schema)
+                                         state_key, state_schema)
 from codeworld.agent.ops import op_evaluate, op_plan
 from codeworld.agent.prompting import AgentPrompts, PromptContext
 from codeworld.sandbox import Sandbox, SandboxLimits
@@ -159,6 +159,9 @@ class WorldCoderAgent:
         # the data's size at the last rewrite that found no accepted program (None: the last one
         # did, or none ran yet): the next rewrite waits for more data (`_rewrite_due`)
         self.failed_at: int | None = None
+        # (state key, action, mission) -> the last recorded transition, over self.data[:_indexed]
+        self._outcomes: dict[tuple, dict] = {}
+        self._indexed = 0
         self.level_index = 0
         self.family: str | None = None
         self.results: list[LevelResult] = []
@@ -187,6 +190,7 @@ class WorldCoderAgent:
         self.data = []
         self.known_missions = {}
         self.failed_at = None
+        self._outcomes, self._indexed = {}, 0
 
     # ------------------------------------------------------------------ model checks
 
@@ -327,6 +331,20 @@ class WorldCoderAgent:
                                   n_actions=env.n_actions)
         return reply.ok and reply.value["correct"] == 1
 
+    def _outcome(self, state: dict, action: int, mission: str) -> dict | None:
+        """The last recorded transition from ``state`` under ``action`` (None: never tried)."""
+        if len(self.data) < self._indexed:  # the data was replaced: index it again
+            self._outcomes, self._indexed = {}, 0
+        for t in self.data[self._indexed:]:
+            self._outcomes[(state_key(t["state"]), int(t["action"]), t["mission"])] = t
+        self._indexed = len(self.data)
+        return self._outcomes.get((state_key(state), int(action), mission))
+
+    def _explore(self, state: dict, mission: str, n_actions: int) -> int:
+        """An exploratory action: one never tried from this state if there is one, else any."""
+        untried = [a for a in range(n_actions) if self._outcome(state, a, mission) is None]
+        return self.rng.choice(untried or range(n_actions))
+
     def _milestone(self, result: LevelResult) -> Milestone:
         return Milestone(result.episodes, result.env_steps, result.llm_calls, result.tokens)
 
@@ -350,12 +368,16 @@ class WorldCoderAgent:
         contradictions = 0
         while steps < limit and result.env_steps < c.max_env_steps:
             explore = plan is None or not plan["actions"] or self.rng.random() < c.epsilon
-            if explore:
-                action = self.rng.randrange(env.n_actions)
-                predicted = None
-            else:
+            if not explore:
                 action = plan["actions"].pop(0)
                 predicted = plan["predicted"].pop(0)
+                # a step whose recorded outcome the model already gets wrong would only record
+                # it again (a wrong model's plan can repeat it forever): explore instead
+                known = self._outcome(state, action, mission)
+                explore = known is not None and not self._predicted_right(predicted, known)
+            if explore:
+                action = self._explore(state, mission, env.n_actions)
+                predicted = None
             next_state, reward, terminated, truncated = env.step(action)
             steps += 1
             result.env_steps += 1
