@@ -17,6 +17,7 @@ def _evaluate(formula: str, names, state, action) -> float:
     """The formula's value for one transition, as the LLM's code would compute it."""
     scope = dict(zip(names, (float(v) for v in state)))
     scope["action"] = action
+    scope["np"], scope["math"] = np, math
     return eval(formula, {"__builtins__": {}}, scope)  # trusted: the formula is codeworld's own
 
 
@@ -269,3 +270,21 @@ def test_without_structure_the_fits_are_plain_linear_ones():
                            rtol=1e-8, structure=False)
     assert "math.sin(a)" in full[1].formula and full[1].exact == 1.0
     assert all("math." not in r.formula for r in plain)
+
+
+def test_an_approximate_reward_of_many_values_with_a_control_cost_on_the_whole_action_is_shown():
+    # A running robot's reward: its new forward speed, less a cost on the squared size of a
+    # six-entry action, and a small unmodelled part: no formula is exact, one explains most of it.
+    rng = np.random.default_rng(7)
+    n = 400
+    nxt = rng.normal(size=(n, 20))  # more components than the nonlinear library takes
+    actions = rng.uniform(-1, 1, size=(n, 6))
+    rewards = nxt[:, 8] - 0.1 * (actions ** 2).sum(axis=1) + 0.05 * rng.normal(size=n)
+    r = find_reward_relation(nxt, actions, rewards, [f"s{j}" for j in range(20)],
+                             discrete=False, n_actions=0, atol=1e-6, rtol=1e-6)
+    # a constant right on one of 400 distinct values does not win over a fit explaining 99%
+    assert r is not None and r.explained > 0.95 and r.exact < 0.01
+    assert "new_s8" in r.formula and "np.sum(action**2)" in r.formula
+    a = actions[0]
+    value = _evaluate(r.formula, [f"new_s{j}" for j in range(20)], nxt[0], a)
+    assert abs(value - rewards[0]) < 0.3

@@ -361,6 +361,9 @@ def find_reward_relation(next_obs: np.ndarray, actions: np.ndarray, rewards: np.
     extra_columns, extra_labels = term_library(nxt, new_names, False)  # after the plain terms
     columns += extra_columns + [c ** 2 for c in action_columns]
     labels += extra_labels + [f"{label}**2" for label in action_labels]
+    if len(action_columns) > 1:  # a control cost is usually on the action's squared norm
+        columns.append(np.sum(np.square(action_columns), axis=0))
+        labels.append("np.sum(action**2)")
     candidates = np.stack(columns, axis=1)
     relation = _relation(-1, "reward", np.zeros(n), r, r, intercept, seen, candidates, labels,
                          False, atol, rtol, max_terms, digits)
@@ -406,7 +409,10 @@ def _relation(i, name, old, y, truth, intercept, seen, candidates, labels, integ
     # The most frequent change for each action (a whole-number state moves in fixed steps).
     modal = [most_frequent(y[intercept[:, m] > 0]) if seen[m] else 0.0 for m in range(k)]
     options.append(_prune(modal, [], [], seen, score))
-    base, chosen, slopes, exact, explained = max(options, key=lambda o: (o[3], o[4]))
+    # right on most transitions first; else (real values) the larger share of the change explained:
+    # a constant right on a handful of 700 distinct values is no fit
+    base, chosen, slopes, exact, explained = max(options, key=lambda o: (
+        o[3] >= _MIN_EXACT or integer, o[3] if o[3] >= _MIN_EXACT or integer else o[4], o[4]))
     if exact < _MIN_EXACT and (integer or explained < _MIN_EXPLAINED):
         return None
     pred = old + intercept @ np.asarray(base, dtype=np.float64)
