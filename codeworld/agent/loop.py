@@ -159,8 +159,10 @@ class WorldCoderAgent:
         # the data's size at the last rewrite that found no accepted program (None: the last one
         # did, or none ran yet): the next rewrite waits for more data (`_rewrite_due`)
         self.failed_at: int | None = None
-        # (state key, action, mission) -> the last recorded transition, over self.data[:_indexed]
+        # (state key, action, mission) -> the last recorded transition, and state key -> the
+        # steps taken from that state, over self.data[:_indexed]
         self._outcomes: dict[tuple, dict] = {}
+        self._visits: dict[str, int] = {}
         self._indexed = 0
         self.level_index = 0
         self.family: str | None = None
@@ -190,7 +192,7 @@ class WorldCoderAgent:
         self.data = []
         self.known_missions = {}
         self.failed_at = None
-        self._outcomes, self._indexed = {}, 0
+        self._outcomes, self._visits, self._indexed = {}, {}, 0
 
     # ------------------------------------------------------------------ model checks
 
@@ -334,16 +336,25 @@ class WorldCoderAgent:
     def _outcome(self, state: dict, action: int, mission: str) -> dict | None:
         """The last recorded transition from ``state`` under ``action`` (None: never tried)."""
         if len(self.data) < self._indexed:  # the data was replaced: index it again
-            self._outcomes, self._indexed = {}, 0
+            self._outcomes, self._visits, self._indexed = {}, {}, 0
         for t in self.data[self._indexed:]:
-            self._outcomes[(state_key(t["state"]), int(t["action"]), t["mission"])] = t
+            key = state_key(t["state"])
+            self._outcomes[(key, int(t["action"]), t["mission"])] = t
+            self._visits[key] = self._visits.get(key, 0) + 1
         self._indexed = len(self.data)
         return self._outcomes.get((state_key(state), int(action), mission))
 
     def _explore(self, state: dict, mission: str, n_actions: int) -> int:
-        """An exploratory action: one never tried from this state if there is one, else any."""
-        untried = [a for a in range(n_actions) if self._outcome(state, a, mission) is None]
-        return self.rng.choice(untried or range(n_actions))
+        """An exploratory action: one never tried from this state if there is one; else one whose
+        recorded outcome is the state the agent has acted from least (ties at random), so that
+        exploring moves on to the less known parts of the world instead of circling where it
+        started."""
+        outcomes = [self._outcome(state, a, mission) for a in range(n_actions)]
+        untried = [a for a, t in enumerate(outcomes) if t is None]
+        if untried:
+            return self.rng.choice(untried)
+        visits = [self._visits.get(state_key(t["next_state"]), 0) for t in outcomes]
+        return self.rng.choice([a for a in range(n_actions) if visits[a] == min(visits)])
 
     def _milestone(self, result: LevelResult) -> Milestone:
         return Milestone(result.episodes, result.env_steps, result.llm_calls, result.tokens)
