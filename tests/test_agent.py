@@ -247,7 +247,7 @@ def test_after_a_rewrite_that_found_nothing_the_next_waits_for_new_data():
     # each later rewrite saw at least one new transition per action and twice the data of the last
     for before, after in zip(sizes[1:], sizes[2:]):
         assert after - before >= max(env.n_actions, before)
-    assert len(sizes) >= 3 and result.env_steps == 40
+    assert len(sizes) >= 3
 
     # growth 0 with one new transition per action at least: never two rewrites on the same data
     script = Script([ALWAYS] * 12)
