@@ -292,3 +292,19 @@ def test_exploring_past_a_wrong_model_reaches_the_goal_by_the_least_visited_outc
                                                 seed=seed)) as agent:
             result = agent.run_level(MiniGridEnv("empty"))
         assert result.first_success is not None and result.first_success.env_steps <= 150
+
+
+def test_under_optimism_a_model_that_explains_the_data_outranks_one_that_only_rewards_every_step():
+    env = make_sokoban("corridor")
+    data, starts = _reward_free_data(env)
+    # wrong on the moves left and right, never rewarded: explains part of the data, reaches nothing
+    partial = SWAPPED.split("def reward")[0] + NEVER.split(SOKOBAN_MODEL.split("def reward")[0])[1]
+    with Sandbox() as sandbox:
+        def evaluate(program):
+            return AgentEvaluator(sandbox, data, starts, env.n_actions, env.action_names,
+                                  optimism=True, max_nodes=5000, max_depth=30,
+                                  timeout_s=20).evaluate(program)
+
+        always, honest = evaluate(ALWAYS), evaluate(partial)
+    assert always.score == 0.0  # explains no transition, however optimistic
+    assert 0.0 < honest.score < 0.5 and honest.report["check"]["reached"] == [False]

@@ -4,8 +4,9 @@
 scorer. One sandbox request checks the program on every recorded transition and plans over it
 from each start state; the program never runs in this process.
 
-The score REx sees is the fraction of transitions explained, averaged with the fraction of start
-states from which the planner reaches reward when the optimism objective is on. A program is
+The score REx sees is the fraction of transitions explained; when the optimism objective is on,
+it is scaled by (1 + the fraction of start states from which the planner reaches reward) / 2, so
+data consistency always comes first. A program is
 *accepted* when that score is 1: it explains all data and (under optimism) makes the mission
 look achievable.
 """
@@ -72,9 +73,13 @@ class ModelCheck:
         return 1.0 if not self.reached else sum(self.reached) / len(self.reached)
 
     def score(self, optimism: bool) -> float:
+        """The share of transitions explained; under optimism, halved for a model from whose
+        start states the planner reaches no reward. (A plain mean of the two let a model that
+        explains nothing but rewards every step, 0.5, outrank one right on 90% of the data that
+        does not yet reach the goal, 0.45.)"""
         if self.failed:
             return 0.0
-        return (self.consistency + self.optimism) / 2 if optimism else self.consistency
+        return self.consistency * (1 + self.optimism) / 2 if optimism else self.consistency
 
     def accepted(self, optimism: bool) -> bool:
         return not self.failed and self.score(optimism) >= 1.0 - 1e-9
