@@ -308,3 +308,22 @@ def test_under_optimism_a_model_that_explains_the_data_outranks_one_that_only_re
         always, honest = evaluate(ALWAYS), evaluate(partial)
     assert always.score == 0.0  # explains no transition, however optimistic
     assert 0.0 < honest.score < 0.5 and honest.report["check"]["reached"] == [False]
+
+
+def test_a_model_shown_wrong_in_an_episode_is_not_followed_until_it_is_replaced():
+    # Forward moves diagonally by the direction's number (a rule a small LLM wrote): the plans
+    # keep turning towards a step the data already contradicts. With no budget to replace the
+    # model, the agent explores for the rest of each episode instead of circling at the start.
+    wrong = MINIGRID_MODEL.replace("DIRS = [(1, 0), (0, 1), (-1, 0), (0, -1)]",
+                                   "DIRS = [(0, 0), (1, 1), (2, 2), (3, 3)]")
+    assert wrong != MINIGRID_MODEL
+    successes = 0
+    for seed in (0, 1):
+        script = Script([wrong])
+        with WorldCoderAgent(script.llm, config(max_llm_calls=1, max_env_steps=150, epsilon=0.1,
+                                                max_episode_steps=40, reliable_successes=3,
+                                                seed=seed)) as agent:
+            result = agent.run_level(MiniGridEnv("empty"))
+        assert result.rewrites[0]["accepted"]
+        successes += sum(e["success"] for e in result.episode_log)
+    assert successes >= 3  # following the plans: 1 in the same 300 steps

@@ -377,15 +377,19 @@ class WorldCoderAgent:
         success = False
         steps = 0
         contradictions = 0
+        # a program shown wrong in this episode and not replaced: its plans lead back to what it
+        # gets wrong (it may even plan a step whose recorded outcome it mispredicts, and repeat
+        # it for ever), so the agent explores until a rewrite gives it another program
+        distrusted: str | None = None
         while steps < limit and result.env_steps < c.max_env_steps:
-            explore = plan is None or not plan["actions"] or self.rng.random() < c.epsilon
+            explore = (plan is None or not plan["actions"] or self.program == distrusted
+                       or self.rng.random() < c.epsilon)
             if not explore:
                 action = plan["actions"].pop(0)
                 predicted = plan["predicted"].pop(0)
-                # a step whose recorded outcome the model already gets wrong would only record
-                # it again (a wrong model's plan can repeat it forever): explore instead
                 known = self._outcome(state, action, mission)
-                explore = known is not None and not self._predicted_right(predicted, known)
+                if known is not None and not self._predicted_right(predicted, known):
+                    explore, distrusted = True, self.program
             if explore:
                 action = self._explore(state, mission, env.n_actions)
                 predicted = None
@@ -398,13 +402,16 @@ class WorldCoderAgent:
                 self._explains(env, t, result)
             if not right:
                 contradictions += 1
+                wrong = self.program
                 if self._rewrite_due(env):
                     self.rewrite(env, result, [start], mission, "contradicted by a new transition")
+                if self.program == wrong:
+                    distrusted = wrong
             state = next_state
             if terminated or truncated:
                 break
             if explore or not right:
-                plan = self.plan(env, state, mission, result)
+                plan = None if self.program == distrusted else self.plan(env, state, mission, result)
         self.known_missions.setdefault(mission, env.name)
         result.episode_log.append({"episode": result.episodes, "seed": seed, "steps": steps,
                                    "success": success, "contradictions": contradictions,
