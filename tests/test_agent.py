@@ -327,3 +327,40 @@ def test_a_model_shown_wrong_in_an_episode_is_not_followed_until_it_is_replaced(
         assert result.rewrites[0]["accepted"]
         successes += sum(e["success"] for e in result.episode_log)
     assert successes >= 3  # following the plans: 1 in the same 300 steps
+
+
+def test_the_best_transition_and_the_best_reward_of_a_rewrite_are_joined_without_a_call():
+    from codeworld.synthesis.objects import skeleton_program, state_schema
+
+    env = make_sokoban("corridor")
+    state, mission = env.reset()
+    data = []
+    for action in [3, 3, 2, 0, 3, 1]:  # moves along the corridor and into its walls
+        nxt, reward, done, _ = env.step(action)
+        data.append({"state": state, "action": action, "next_state": nxt, "reward": reward,
+                     "done": done, "mission": mission})
+        state = nxt
+    starts = [{"state": env.reset()[0], "mission": mission}]
+    assert not any(t["reward"] for t in data)
+    schema = state_schema([s["state"] for s in starts] + [t["next_state"] for t in data])
+    with Sandbox() as sandbox:
+        evaluator = AgentEvaluator(sandbox, data, starts, env.n_actions, env.action_names,
+                                   optimism=False, max_nodes=5000, max_depth=30, timeout_s=20,
+                                   schema=schema)
+        evaluator.skeleton = skeleton_program(schema)
+        # the LLM's answers: right moves with a reward on every step, wrong moves with none
+        assert evaluator.evaluate(ALWAYS).score == 0.0
+        assert evaluator.evaluate(SWAPPED).score < 1.0
+        program, check = evaluator.compose()
+    assert check.consistency == 1.0 and check.accepted(False)
+    assert "def transition" in program and "return 1.0, True" not in program
+
+
+def test_a_rewrite_takes_the_joined_program_when_it_explains_more():
+    # every answer rewards every step; the skeleton's reward (never) is right on the data
+    script = Script([ALWAYS] * 6)
+    with WorldCoderAgent(script.llm, config(optimism=False, max_llm_calls=6)) as agent:
+        result = agent.run_level(make_sokoban("corridor"))
+    joined = [r for r in result.rewrites if r["composed"] is not None]
+    assert joined and joined[0]["accepted"] and joined[0]["composed"] == 1.0
+    assert "return 1.0, True" not in agent.program

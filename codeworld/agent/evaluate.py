@@ -13,6 +13,7 @@ look achievable.
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass, field
 
 from codeworld.agent.model import AgentModelError, check_agent_source
@@ -20,7 +21,7 @@ from codeworld.agent.ops import op_evaluate
 from codeworld.sandbox import Sandbox
 from codeworld.synthesis.checks import StaticProblem, format_problems
 from codeworld.synthesis.objects import FUNCTIONS, compact, object_problems, state_diff
-from codeworld.synthesis.repairs import repair
+from codeworld.synthesis.repairs import merge_into_parent, repair
 from codeworld.synthesis.types import Evaluator, ProgramEvaluation
 
 
@@ -91,6 +92,28 @@ class ModelCheck:
                           for p in self.plans]}
 
 
+def join_functions(base: str, donor: str, name: str) -> str | None:
+    """``base`` with its function ``name`` replaced by ``donor``'s (and ``donor``'s imports
+    added); None where either program does not parse or lacks the function."""
+    try:
+        tree = ast.parse(donor)
+        ast.parse(base)
+    except SyntaxError:
+        return None
+    lines = donor.splitlines(keepends=True)
+    keep = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))
+            or (isinstance(n, ast.FunctionDef) and n.name == name)]
+    if not any(isinstance(n, ast.FunctionDef) for n in keep):
+        return None
+
+    def start(node: ast.stmt) -> int:
+        return min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+
+    part = "".join("".join(lines[start(n) - 1:n.end_lineno]).rstrip("\n") + "\n" for n in keep)
+    joined, repairs = merge_into_parent(part, base, FUNCTIONS)
+    return joined if repairs else None
+
+
 class AgentEvaluator(Evaluator):
     """Checks programs against the agent's data and start states, in one sandbox.
 
@@ -122,6 +145,7 @@ class AgentEvaluator(Evaluator):
         self.timeout_s = timeout_s
         self.schema = schema
         self.checks: list[ModelCheck] = []
+        self.sources: list[str] = []  # the program of each check, in order
 
     def prepare(self, program: str, parent: str = "") -> tuple[str, list[dict]]:
         """The program after the synthesis core's mechanical repairs (with the assists on)."""
@@ -143,6 +167,7 @@ class AgentEvaluator(Evaluator):
         if problems:
             result = ModelCheck("invalid", format_problems(problems, source))
             self.checks.append(result)
+            self.sources.append(source)
             return result
         starts = self.starts if self.optimism else []
         reply = self.sandbox.call(op_evaluate, timeout_s=self.timeout_s, source=source,
@@ -164,7 +189,32 @@ class AgentEvaluator(Evaluator):
                                 state_correct=v["state_correct"],
                                 reward_correct=v["reward_correct"])
         self.checks.append(result)
+        self.sources.append(source)
         return result
+
+    def compose(self) -> tuple[str, ModelCheck] | None:
+        """The best `transition` of the programs checked so far joined with the best `reward`
+        (the skeleton's among them), checked (or the one program best at both); None when there
+        is none or the pair was checked before.
+
+        A small LLM often gets one function right and keeps the other wrong in every answer (a
+        reward on every step, say, that no transition explains): each program then explains
+        nothing, though together their parts explain much. No LLM call is spent.
+        """
+        if self.skeleton and self.skeleton not in self.sources:
+            self.check(self.skeleton)
+        healthy = [(src, c) for src, c in zip(self.sources, self.checks) if not c.failed]
+        if not healthy:
+            return None
+        transition = max(healthy, key=lambda p: (p[1].state_correct, p[1].reward_correct))[0]
+        reward = max(healthy, key=lambda p: (p[1].reward_correct, p[1].state_correct))[0]
+        if transition == reward:  # one program is best at both (the skeleton, it may be)
+            return transition, healthy[[src for src, _ in healthy].index(transition)][1]
+        composed = join_functions(transition, reward, "reward")
+        if composed is None or composed in self.sources:
+            return None
+        composed, _ = self.prepare(composed)
+        return composed, self.check(composed)
 
     def evaluate(self, program: str) -> ProgramEvaluation:
         """The `ProgramEvaluation` REx needs: score, whether buggy, and feedback for the next prompt."""

@@ -280,16 +280,25 @@ class WorldCoderAgent:
         result.llm_calls += acc.calls
         result.prompt_tokens += acc.prompt_tokens
         result.completion_tokens += acc.completion_tokens
-        accepted = False
+        found = []  # (score, healthy, program)
         if out.best_call is not None and out.best_call >= 0 and out.best_evaluation is not None:
             best = out.best_evaluation
-            best_score = 0.0 if best.buggy else best.score
-            if best_score > current_score:
-                self.program = out.best_program
-                accepted = not best.buggy and best_score >= 1.0 - 1e-9
+            found.append((0.0 if best.buggy else best.score, not best.buggy, out.best_program))
+        composed = None
+        if evaluator.schema is not None and not (found and found[0][0] >= 1.0 - 1e-9):
+            joined = evaluator.compose()  # the best transition with the best reward: no call
+            if joined is not None:
+                composed = joined[1].score(c.optimism)
+                found.append((composed, not joined[1].failed, joined[0]))
+        accepted = False
+        if found:
+            score, healthy, program = max(found, key=lambda f: f[0])
+            if score > current_score:
+                self.program = program
+                accepted = healthy and score >= 1.0 - 1e-9
         result.rewrites.append({"index": index, "reason": reason, "episode": result.episodes,
                                 "env_steps": result.env_steps, "calls": acc.calls,
-                                "tokens": acc.tokens, "accepted": accepted,
+                                "tokens": acc.tokens, "accepted": accepted, "composed": composed,
                                 "scores": [h["score"] for h in out.history],
                                 "statuses": [ch.status for ch in evaluator.checks]})
         self._report("rewrite", level=env.name, **result.rewrites[-1], llm_calls=result.llm_calls,
