@@ -194,4 +194,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from codeworld._signals import stop_as_interrupt
+
+    with stop_as_interrupt():  # kill / timeout stop the jobs, their runs and the LLM server too
+        sys.exit(main())

@@ -44,8 +44,11 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    from codeworld._signals import stop_as_interrupt
+
     try:
-        return int(args.func(args) or 0)
+        with stop_as_interrupt():  # kill / timeout end a run as Ctrl-C does
+            return int(args.func(args) or 0)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

@@ -264,3 +264,29 @@ def test_a_run_directory_written_before_reads_with_every_session_counted(tmp_pat
     assert (total.calls, total.prompt_tokens, total.completion_tokens) == (4, 4006, 40)
     assert total.wall_time_s == pytest.approx(6.0) and total.retries == 0
     assert total.cost_usd == pytest.approx((4006 * 0.15 + 40 * 0.60) / 1e6)
+
+
+def test_a_run_stopped_with_sigterm_ends_as_after_ctrl_c(tmp_path):
+    # kill, timeout(1) and job schedulers stop a process with SIGTERM: the run is recorded as
+    # interrupted and resumable, as after Ctrl-C, instead of being left marked as running.
+    good = MODEL.read_text()
+    (tmp_path / "paced_backend.py").write_text(PACED_MODULE)
+    (tmp_path / "first.json").write_text(json.dumps(_answers([good.replace("0.02", "0.03")] * 2, 2000)))
+    marker, out = tmp_path / "call-3", tmp_path / "run"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]),
+           "PACED_MARKER": str(marker)}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "codeworld", "synthesize", "CartPole-v1", "--llm",
+         f"paced_backend:PacedBackend:{tmp_path / 'first.json'}", "--budget", "4",
+         "--out", str(out), "--no-fit"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        text=True)
+    try:
+        _wait_for(marker)
+    except TimeoutError:
+        process.kill()
+        raise AssertionError(process.communicate()[1][-2000:]) from None
+    process.send_signal(signal.SIGTERM)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 130, err[-2000:]
+    assert f"resume with: codeworld synthesize --resume --out {out}" in err
+    assert json.loads((out / "run.json").read_text())["status"] == "interrupted"

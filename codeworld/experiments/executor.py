@@ -79,8 +79,11 @@ class Executor(ABC):
 
 
 def _child(conn, fn: JobFunction, job: Job, workdir: str) -> None:
+    from codeworld._signals import stop_as_interrupt
+
     try:
-        conn.send(execute_job(fn, job, workdir))
+        with stop_as_interrupt():  # terminate() below: the job's run and server end cleanly
+            conn.send(execute_job(fn, job, workdir))
     finally:
         conn.close()
 
