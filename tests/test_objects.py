@@ -142,3 +142,34 @@ def test_a_transition_that_returns_the_reward_too_is_cut_to_the_state():
     assert [r.kind for r in repairs] == ["state_alone", "state_alone"]
     assert "return new\n" in fixed and "return x, 1" in fixed  # a nested function is its own
     assert object_problems(fixed, state_schema(STATES)) == []
+
+
+def test_the_parts_of_the_state_a_mission_names_are_found_by_its_words():
+    from codeworld.synthesis.objects import mission_parts
+
+    state = {"agent": {"x": 1, "y": 1}, "boxes": [[3, 1]], "walls": [[0, 0]],
+             "objects": [{"type": "goal", "color": "green", "x": 3, "y": 3},
+                         {"type": "key", "color": "red", "x": 2, "y": 2}],
+             "open": {"cabinet 1": False, "fridge 1": False},
+             "items": {"mug 1": {"in": "table 1"}, "apple 1": {"in": "fridge 1"}}}
+    assert mission_parts("get to the green goal square", state) == [
+        'state["objects"][0] = {"color": "green", "type": "goal", "x": 3, "y": 3}']
+    assert mission_parts("put a mug in a cabinet", state) == [
+        'state["items"]["mug 1"] = {"in": "table 1"}', 'state["open"]["cabinet 1"] = false']
+    assert mission_parts("push the box", state) == ['state["boxes"] = [[3, 1]]']  # a plural
+    assert mission_parts("dance", state) == []
+
+
+def test_an_agent_rewrite_is_told_what_the_mission_names_and_that_nothing_was_rewarded(tmp_path):
+    # a model that rewards every step: accepted before any data, contradicted at the first step
+    always = SOKOBAN_MODEL.split("def reward")[0] + (
+        "def reward(state, action, next_state, mission):\n    return 1.0, True\n")
+    llm = _Scripted([f"```python\n{always}```", f"```python\n{SOKOBAN_MODEL}```"])
+    config = AgentConfig(max_env_steps=40, reliable_successes=2, rewrite_calls=3, max_llm_calls=6,
+                         epsilon=0.0)
+    with WorldCoderAgent(llm, config, run_dir=tmp_path) as agent:
+        agent.run_level(make_object_env("sokoban:corridor"))
+    assert 'the mission\'s words name' in llm.prompts[0] and '- state["boxes"] = [[' in llm.prompts[0]
+    assert "No recorded step has completed a mission yet" not in llm.prompts[0]  # no data yet
+    later = [p for p in llm.prompts[1:] if "No recorded step has completed a mission yet" in p]
+    assert later and "- state[\"targets\"]" in later[0]

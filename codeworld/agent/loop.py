@@ -30,8 +30,8 @@ from typing import Any, Callable
 from codeworld.agent.config import AgentConfig
 from codeworld.agent.envs import ObjectEnv
 from codeworld.agent.evaluate import AgentEvaluator, ModelCheck
-from codeworld.synthesis.objects import (effects_text, normalize_state, schema_text, skeleton_program,
-                                         state_key, state_schema)
+from codeworld.synthesis.objects import (effects_text, mission_parts, normalize_state, schema_text,
+                                         skeleton_program, state_key, state_schema)
 from codeworld.agent.ops import op_evaluate, op_plan
 from codeworld.agent.prompting import AgentPrompts, PromptContext
 from codeworld.sandbox import Sandbox, SandboxLimits
@@ -239,6 +239,21 @@ class WorldCoderAgent:
         grown = len(self.data) - self.failed_at
         return grown >= max(env.n_actions, self.config.rewrite_growth * self.failed_at)
 
+    def _goal_text(self, mission: str, state: dict) -> str:
+        """What the assists add to the missions: the parts of the start state the mission's words
+        name, and, while no recorded step has been rewarded, what that means for `reward`."""
+        text = ""
+        parts = mission_parts(mission, state)
+        if parts:
+            text += ("\nThe parts of the start state the mission's words name (the step that "
+                     "completes it changes some of them):\n" + "\n".join(f"- {p}" for p in parts))
+        if self.data and not any(t["reward"] > 0 for t in self.data):
+            text += ("\nNo recorded step has completed a mission yet: `reward` returns (0.0, False) "
+                     "on every recorded transition, and (1.0, True) only when `next_state` shows "
+                     "the mission done, a test on the parts of the state it names, not on the "
+                     "mission's text alone.")
+        return text
+
     def rewrite(self, env: ObjectEnv, result: LevelResult, starts: list[dict], mission: str,
                 reason: str) -> bool:
         """Run one REx search for a program that explains all data (and, under optimism, reaches
@@ -259,8 +274,11 @@ class WorldCoderAgent:
             current = evaluator.evaluate(self.program)
             current_score = current.score
             search.seed_program(self.program, current.score, current.buggy, current.feedback)
-        context = PromptContext(env.description, tuple(env.action_names),
-                                self._missions_text(mission), self.data, c.prompt_examples)
+        missions = self._missions_text(mission)
+        if evaluator.schema is not None:
+            missions += self._goal_text(mission, starts[0]["state"])
+        context = PromptContext(env.description, tuple(env.action_names), missions, self.data,
+                                c.prompt_examples)
         if evaluator.schema is not None:
             n_states = len(starts) + len(self.data)
             context.schema = schema_text(evaluator.schema, n_states)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Any
@@ -258,6 +259,50 @@ def object_problems(source: str, schema: list[SchemaField], max_problems: int = 
 
 
 # ------------------------------------------------------------------------------ data section
+
+
+# Words too common in mission sentences to point at a part of the state.
+_COMMON_WORDS = frozenset({"the", "and", "with", "into", "onto", "from", "then", "that", "this",
+                           "your", "all", "any", "its", "for", "put", "get", "some"})
+
+
+def mission_parts(mission: str, state: Any, limit: int = 8) -> list[str]:
+    """The parts of ``state`` the mission's words name, as Python expressions with their values:
+    a key holding a word (``state["open"]["cabinet 1"] = false``), a list item or a text value
+    holding one (``state["objects"][0] = {"color": "green", "type": "goal", ...}``).
+
+    Built from the sentence and the state alone: a reward function has to test exactly these
+    parts, and a small model often tests the mission's text instead.
+    """
+    words = {w for w in re.findall(r"[a-z0-9]+", mission.lower()) if len(w) >= 3} - _COMMON_WORDS
+    found: list[str] = []
+
+    def names(text: str) -> bool:  # a word, or its plural ("box": "boxes")
+        tokens = set(re.findall(r"[a-z0-9]+", text.lower()))
+        return any(w in tokens or w + "s" in tokens or w + "es" in tokens for w in words)
+
+    def walk(value: Any, path: str) -> None:
+        if len(found) >= limit:
+            return
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if names(str(key)):
+                    found.append(f"{path}[{json.dumps(key)}] = {compact(item, 200)}")
+                else:
+                    walk(item, f"{path}[{json.dumps(key)}]")
+        elif isinstance(value, list):
+            for i, item in enumerate(value):
+                if isinstance(item, dict) and any(isinstance(v, str) and names(v) for v in item.values()):
+                    found.append(f"{path}[{i}] = {compact(item, 200)}")
+                elif not isinstance(item, (dict, list)):
+                    continue
+                else:
+                    walk(item, f"{path}[{i}]")
+        elif isinstance(value, str) and names(value):
+            found.append(f"{path} = {json.dumps(value)}")
+
+    walk(normalize_state(state), "state")
+    return found[:limit]
 
 
 def _leaves(state: dict) -> dict[str, Any]:
