@@ -196,5 +196,8 @@ def main(argv: list[str] | None = None) -> int:
 if __name__ == "__main__":
     from codeworld._signals import stop_as_interrupt
 
-    with stop_as_interrupt():  # kill / timeout stop the jobs, their runs and the LLM server too
-        sys.exit(main())
+    try:
+        with stop_as_interrupt():  # kill / timeout stop the jobs, their runs and the LLM server too
+            sys.exit(main())
+    except KeyboardInterrupt:
+        sys.exit("interrupted: the same command resumes (finished work is kept)")
