@@ -460,6 +460,7 @@ class WorldCoderAgent:
         if self.family is not None and (env.family != self.family or not c.transfer):
             self.reset_knowledge()  # transfer stays within one environment family
         self.family = env.family
+        self.failed_at = None  # a new level is new evidence: its first rewrite does not wait
         started = time.perf_counter()
         result = LevelResult(level=env.name)
         streak = 0
