@@ -66,15 +66,16 @@ def _docstring_class(spec: EnvSpec) -> tuple[type, str]:
     return cls, note
 
 
-def _clean(text: str) -> str:
+def _clean(text: str, compact: bool = True) -> str:
     """Drop links, HTML tags, citation marks and fenced code blocks from docstring markdown, and
-    compact its tables (`compact_tables`)."""
+    compact its tables (`compact_tables`; ``compact`` off keeps them as written)."""
     text = re.sub(r"```.*?```", "", text, flags=re.S)
     text = _CITATION.sub("", text)
     text = _MD_LINK.sub(r"\1", text)
     text = _HTML_TAG.sub("", text)
     text = _URL.sub("", text)
-    text = compact_tables(text)
+    if compact:
+        text = compact_tables(text)
     text = re.sub(r"\n{3,}", "\n\n", text)
     return text.strip()
 
@@ -179,13 +180,15 @@ def _spaces_text(spec: EnvSpec) -> str:
             f"numbers. Actions: {actions}.")
 
 
-def describe(env: EnvSpec | str, contract: bool = True) -> str:
+def describe(env: EnvSpec | str, contract: bool = True, compact: bool = True) -> str:
     """The description of an environment: the spec's own (a user's file, a dataset's), else built
     from the installed Gymnasium docstring, cleaned as for CWMB.
 
     Args:
         env: its spec, or any id `codeworld.envs.get_spec` accepts.
         contract: append the note on the world-model contract.
+        compact: compact the documentation's tables (`compact_tables`); off gives the text that
+            runs saved before tables were compacted were prompted with.
     """
     spec = resolve_env(env)
     if spec.description is not None:
@@ -202,7 +205,7 @@ def describe(env: EnvSpec | str, contract: bool = True) -> str:
     if not inspect.cleandoc(cls.__doc__ or "").strip():
         parts.append(_spaces_text(spec))
     for title, body in _sections(cls.__doc__ or ""):
-        body = _clean(inspect.cleandoc(body) if not spec.shipped else body)
+        body = _clean(inspect.cleandoc(body) if not spec.shipped else body, compact)
         if not body:
             continue
         if title == "":

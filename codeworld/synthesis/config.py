@@ -68,6 +68,8 @@ class AssistConfig:
             actions, and rollouts from the recorded first states); one that raises or returns
             a non-finite value there goes to *fix*.
         beyond_steps: the length of those rollouts.
+        compact_tables: the environment's description has its documentation's tables compacted
+            (`codeworld.envs.descriptions.compact_tables`).
     """
 
     scaffold: bool = True
@@ -84,11 +86,12 @@ class AssistConfig:
     copies: bool = True
     beyond_data: bool = True
     beyond_steps: int = 30
+    compact_tables: bool = True
 
     # What a saved config without these (older) fields was made with.
     ABSENT_IN_OLDER_RUNS: ClassVar[dict] = {"relations": False, "structure": False,
                                             "form_from_data": False, "copies": False,
-                                            "beyond_data": False}
+                                            "beyond_data": False, "compact_tables": False}
 
     def __post_init__(self) -> None:
         if self.fit_seconds <= 0:

@@ -430,7 +430,7 @@ def make_cwmb_world(env_id: str, *, buffer: Any = None, mode: str = "sound",
     train, held = split.parts(whole.buffer)
     scorer = Scorer(whole.spec, train, mode=mode, compile=compile)
     heldout = None if held is None else Scorer(whole.spec, held, mode=mode, compile=compile)
-    description = describe(scorer.spec.env_id)
+    description = describe(scorer.spec.env_id, compact=assist.compact_tables)
     buf = scorer.buffer
     scaffold = build_scaffold(scorer.spec, description, rewards=buf.rewards,
                               states=np.concatenate([buf.obs, buf.next_obs])
