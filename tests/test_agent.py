@@ -278,6 +278,14 @@ def test_a_wrong_model_does_not_make_the_agent_repeat_a_transition_it_already_re
     assert len(agent.data) > env.n_actions
 
 
+def _with_one_answer(program, seed, **changes):
+    """MiniGrid Empty with one LLM answer and no budget left after it."""
+    script = Script([program])
+    with WorldCoderAgent(script.llm, config(max_llm_calls=1, epsilon=0.1, seed=seed,
+                                            **changes)) as agent:
+        return agent.run_level(MiniGridEnv("empty"))
+
+
 def test_exploring_past_a_wrong_model_reaches_the_goal_by_the_least_visited_outcomes():
     # A model with the right dynamics that predicts reward on every step, and no LLM budget to
     # fix it: every plan is wrong, so the agent explores. Untried actions first, then the action
@@ -286,11 +294,8 @@ def test_exploring_past_a_wrong_model_reaches_the_goal_by_the_least_visited_outc
     always = MINIGRID_MODEL.split("def reward")[0] + (
         "def reward(state, action, next_state, mission):\n    return 1.0, True\n")
     for seed in (1, 2):
-        script = Script([always])
-        with WorldCoderAgent(script.llm, config(max_llm_calls=1, max_env_steps=200, epsilon=0.1,
-                                                max_episode_steps=50, reliable_successes=1,
-                                                seed=seed)) as agent:
-            result = agent.run_level(MiniGridEnv("empty"))
+        result = _with_one_answer(always, seed, max_env_steps=200, max_episode_steps=50,
+                                  reliable_successes=1)
         assert result.first_success is not None and result.first_success.env_steps <= 150
 
 
@@ -319,11 +324,8 @@ def test_a_model_shown_wrong_in_an_episode_is_not_followed_until_it_is_replaced(
     assert wrong != MINIGRID_MODEL
     successes = 0
     for seed in (0, 1):
-        script = Script([wrong])
-        with WorldCoderAgent(script.llm, config(max_llm_calls=1, max_env_steps=150, epsilon=0.1,
-                                                max_episode_steps=40, reliable_successes=3,
-                                                seed=seed)) as agent:
-            result = agent.run_level(MiniGridEnv("empty"))
+        result = _with_one_answer(wrong, seed, max_env_steps=150, max_episode_steps=40,
+                                  reliable_successes=3)
         assert result.rewrites[0]["accepted"]
         successes += sum(e["success"] for e in result.episode_log)
     assert successes >= 3  # following the plans: 1 in the same 300 steps

@@ -206,11 +206,11 @@ class AgentEvaluator(Evaluator):
         healthy = [(src, c) for src, c in zip(self.sources, self.checks) if not c.failed]
         if not healthy:
             return None
-        transition = max(healthy, key=lambda p: (p[1].state_correct, p[1].reward_correct))[0]
-        reward = max(healthy, key=lambda p: (p[1].reward_correct, p[1].state_correct))[0]
-        if transition == reward:  # one program is best at both (the skeleton, it may be)
-            return transition, healthy[[src for src, _ in healthy].index(transition)][1]
-        composed = join_functions(transition, reward, "reward")
+        transition = max(healthy, key=lambda p: (p[1].state_correct, p[1].reward_correct))
+        reward = max(healthy, key=lambda p: (p[1].reward_correct, p[1].state_correct))
+        if transition[0] == reward[0]:  # one program is best at both (the skeleton, it may be)
+            return transition
+        composed = join_functions(transition[0], reward[0], "reward")
         if composed is None or composed in self.sources:
             return None
         composed, _ = self.prepare(composed)
