@@ -540,11 +540,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--envs", default="discrete",
                         help="discrete, continuous, all, rtfm, or a comma list of ids (default discrete)")
+    from codeworld.synthesis.config import ASSIST_ABLATIONS
+    from codeworld.synthesis.gif_mcts import ACTION_ABLATIONS
+
     parser.add_argument("--methods", default="gif-mcts,worldcoder",
                         help="comma list of synthesis methods (default gif-mcts,worldcoder); a method "
-                             "may carry an ablation variant: no-generate, no-improve, no-fix (the "
-                             "paper's), no-scaffold, no-checks, no-summary, no-fit, no-compose, "
-                             "no-relations (codeworld's aids), e.g. gif-mcts/no-fit")
+                             f"may carry an ablation variant: {', '.join(ACTION_ABLATIONS)} (the "
+                             f"paper's; GIF-MCTS only), {', '.join(ASSIST_ABLATIONS)} (codeworld's "
+                             "aids), e.g. gif-mcts/no-data")
     parser.add_argument("--ablation", action="store_true",
                         help="the GIF-MCTS ablation: methods gif-mcts and its no-generate, no-improve "
                              "and no-fix variants (beside the paper's Table 6)")
