@@ -77,12 +77,12 @@ def _score(env_id: str, source: str) -> dict:
 
 def _train_and_track(case: Case, source: str | None, seed: int) -> dict:
     """Train on the model (`source`) or on the real env (None); evaluate at each checkpoint."""
-    import stable_baselines3
     from gymnasium.vector import AutoresetMode
     from gymnasium.wrappers import TimeLimit
     from stable_baselines3.common.env_util import make_vec_env
 
-    from codeworld.commands.train import ALGORITHMS, _algorithm_kwargs, evaluate_policy_on_real_env, sb3_vec_env
+    from codeworld.commands.train import (ALGORITHMS, _algorithm_kwargs, evaluate_policy_on_real_env, sb3_agent,
+                                          sb3_vec_env)
     from codeworld.envs import get_spec, make_env
     from codeworld.planning.evaluate import UNLIMITED_ENV_MAX_STEPS
     from codeworld.planning.gym_env import CodeWorldVectorEnv
@@ -103,8 +103,7 @@ def _train_and_track(case: Case, source: str | None, seed: int) -> dict:
                                  autoreset_mode=AutoresetMode.SAME_STEP)
         venv = sb3_vec_env(vec)
         obs_space, act_space = vec.single_observation_space, vec.single_action_space
-    agent = getattr(stable_baselines3, algo.class_name)("MlpPolicy", venv, seed=seed, device="cpu", verbose=0,
-                                                        **kwargs)
+    agent = sb3_agent(algo.class_name, venv, seed=seed, **kwargs)
     curve = []
     train_seconds = 0.0
     chunk = case.steps // case.checkpoints

@@ -1,6 +1,7 @@
 """The agent benchmark's baselines: PPO (stable-baselines3) and a ReAct agent, on object-level levels."""
 
 import importlib.util
+import tempfile
 import json
 from pathlib import Path
 
@@ -109,7 +110,8 @@ def test_gym_view_cycles_the_episode_seeds():
 # ---------------------------------------------------------------- PPO
 
 @needs_sb3
-def test_ppo_spends_exactly_its_budget_and_reports_the_agents_fields():
+def test_ppo_spends_exactly_its_budget_and_reports_the_agents_fields(tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     row = ppo_baseline("minigrid:empty", 256, seed=0, reliable=3, seeds=[0, 1],
                        max_episode_steps=20, config=SMALL_PPO)
     assert ROW_KEYS <= set(row)
@@ -120,6 +122,7 @@ def test_ppo_spends_exactly_its_budget_and_reports_the_agents_fields():
     for key in ("first_success", "reliable_success", "valid_policy"):
         m = row[key]
         assert m is None or (set(m) == MILESTONE_KEYS and m["env_steps"] <= 256 and m["tokens"] == 0)
+    assert not list(tmp_path.glob("SB3-*"))  # no empty log folder of stable-baselines3 left behind
 
 
 @needs_sb3

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import tempfile
 from pathlib import Path
 
 import gymnasium as gym
@@ -162,7 +163,10 @@ def sb3():
     return pytest.importorskip("stable_baselines3")
 
 
-def test_train_runs_in_a_true_model_and_evaluates_on_the_real_env(tmp_path, cache, sb3, capsys):
+def test_train_runs_in_a_true_model_and_evaluates_on_the_real_env(tmp_path, cache, sb3, capsys, monkeypatch):
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
     model = _write(tmp_path, "cartpole.py", CARTPOLE)
     out = tmp_path / "record.json"
     code = main(["train", "CartPole-v1", model, "--algo", "ppo", "--steps", "256", "--num-envs", "4",
@@ -176,6 +180,7 @@ def test_train_runs_in_a_true_model_and_evaluates_on_the_real_env(tmp_path, cach
     assert record["return_real_env"] == pytest.approx(np.mean(record["returns_real_env"]))
     assert record["return_random"] > 0 and record["wall_seconds"] > 0
     assert record["start_states"] == "env reset"
+    assert not list(temp.glob("SB3-*"))  # no empty log folder of stable-baselines3 left behind
 
 
 def test_dqn_trains_on_a_module_registered_env(tmp_path, cache, sb3, monkeypatch, capsys):

@@ -17,6 +17,7 @@ encoding. Needs the ``train`` extra (stable-baselines3 and a CPU build of torch)
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import time
 import zlib
@@ -30,7 +31,6 @@ import numpy as np
 from codeworld.agent.envs import ObjectEnv, make_object_env
 from codeworld.agent.loop import Milestone
 
-INSTALL_HINT = "pip install 'codeworld[train]' (stable-baselines3 and a CPU build of torch)"
 
 
 def _minigrid_words() -> tuple[str, ...]:
@@ -336,10 +336,10 @@ def ppo_baseline(level: str, budget_steps: int, seed: int = 0, reliable: int = 3
         raise ValueError("budget_steps, reliable and window must be at least 1")
     if not 0.0 < valid_rate <= 1.0:
         raise ValueError(f"valid_rate must be in (0, 1], got {valid_rate}")
-    try:
-        import stable_baselines3
-    except ImportError as exc:
-        raise ImportError(f"the PPO baseline needs stable-baselines3: {INSTALL_HINT}") from exc
+    from codeworld.commands.train import INSTALL_HINT, sb3_agent
+
+    if importlib.util.find_spec("stable_baselines3") is None:
+        raise ImportError(f"the PPO baseline needs stable-baselines3: {INSTALL_HINT}")
     import torch
     from stable_baselines3.common.vec_env import DummyVecEnv
 
@@ -353,8 +353,7 @@ def ppo_baseline(level: str, budget_steps: int, seed: int = 0, reliable: int = 3
     venv = DummyVecEnv([lambda e=e: e for e in copies])
     callback = _milestone_callback(budget_steps, reliable, valid_rate, window, stop_early)
     try:
-        model = stable_baselines3.PPO("MlpPolicy", venv, seed=seed, device="cpu", verbose=0,
-                                      **config.algorithm_kwargs())
+        model = sb3_agent("PPO", venv, seed=seed, **config.algorithm_kwargs())
         model.learn(total_timesteps=budget_steps, callback=callback)
     finally:
         venv.close()

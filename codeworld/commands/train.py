@@ -113,6 +113,18 @@ def _algorithm_kwargs(items: list[str], algo: Algorithm, n_envs: int, steps: int
     return kwargs
 
 
+def sb3_agent(class_name: str, venv, *, seed: int, **kwargs: Any):
+    """A stable-baselines3 agent (``PPO``, ``DQN``, ...) with an MLP policy on the CPU that logs
+    nowhere: SB3's default logger makes an empty ``SB3-<time>`` folder in the temp directory at
+    every ``learn()``, and codeworld keeps its own records."""
+    import stable_baselines3
+    from stable_baselines3.common.logger import Logger
+
+    agent = getattr(stable_baselines3, class_name)("MlpPolicy", venv, seed=seed, device="cpu", verbose=0, **kwargs)
+    agent.set_logger(Logger(folder=None, output_formats=[]))
+    return agent
+
+
 def sb3_vec_env(env):
     """Wrap a same-step `CodeWorldVectorEnv` in stable-baselines3's ``VecEnv`` interface."""
     from stable_baselines3.common.vec_env import VecEnv
@@ -277,9 +289,8 @@ def run(args: argparse.Namespace) -> int:
     record.update(compiled=vec.compiled, start_states=vec.start_source)
     venv = sb3_vec_env(vec)
     try:
-        cls = getattr(stable_baselines3, algo.class_name)
         try:
-            agent = cls("MlpPolicy", venv, seed=args.seed, device="cpu", verbose=0, **kwargs)
+            agent = sb3_agent(algo.class_name, venv, seed=args.seed, **kwargs)
         except (TypeError, ValueError) as exc:
             return _fail(f"{algo.name}: {exc}")
         train_began = time.monotonic()
