@@ -116,3 +116,44 @@ def test_zero_shot_generates_independently_and_keeps_the_best():
     call, _, evaluation = search.best()
     assert call == 2 and evaluation.score == 0.8
     assert ZeroShot(ZeroShotConfig(stop_on_perfect=False)).config.stop_on_perfect is False
+
+
+def _improve_requests(search: Rex, calls: int = 10) -> list[tuple[int, str]]:
+    """``(parent, feedback)`` of every improve request over `calls` calls whose programs all
+    score 0.5 (so that no improvement ever makes progress)."""
+    from codeworld.synthesis.types import ProgramEvaluation
+
+    summary = "Over all 10 recorded transitions, the program is wrong on 5 (50%)."
+    requests = []
+    for _ in range(calls):
+        (request,) = search.propose(1)
+        if request.action == IMPROVE:
+            requests.append((request.parent, request.feedback))
+        search.apply(request, Outcome(f"# program {request.call}\n", ProgramEvaluation(0.5, False, summary)))
+    return requests
+
+
+def test_improve_requests_after_no_progress_say_so_and_are_counted():
+    search = Rex(seed=0)
+    requests = _improve_requests(search)
+    improved: dict[int, int] = {}
+    for parent, feedback in requests:
+        assert feedback.startswith("Over all 10")
+        stalls = improved.get(parent, 0)
+        # the note comes once an earlier improvement of the same program left it at 0.5
+        assert ("earlier improvement" in feedback) == (stalls > 0)
+        if stalls:
+            assert f"{stalls} earlier improvement" in feedback and "0.5000" in feedback
+        improved[parent] = stalls + 1
+    assert max(improved.values()) >= 2  # the note was asked for at least once
+    assert search.to_json()["no_progress"] == len(requests)
+
+
+def test_the_no_progress_note_can_be_off_and_is_off_in_a_run_saved_before_it():
+    from codeworld.synthesis.registry import config_from_json, config_to_json
+
+    requests = _improve_requests(Rex(RexConfig(no_progress_note=False), seed=0))
+    assert not any("earlier improvement" in f for _, f in requests)
+    saved = config_to_json(RexConfig())
+    del saved["no_progress_note"]
+    assert config_from_json(RexConfig, saved).no_progress_note is False

@@ -12,11 +12,13 @@ Zero-shot asks for independent generations from scratch and keeps the best.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 
 from codeworld.synthesis.config import AssistConfig, SamplingConfig
-from codeworld.synthesis.types import FIX, GENERATE, IMPROVE, Outcome, ProgramEvaluation, Request
+from codeworld.synthesis.types import (FIX, GENERATE, IMPROVE, Outcome, ProgramEvaluation, Request,
+                                       no_progress_note)
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,9 @@ class RexConfig:
         perfect_tolerance: the search stops once a program scores at least ``1 - tolerance``.
         sampling: sampling settings of every call.
         assist: scaffold, checks and repairs, error summaries (shared by every method).
+        no_progress_note: an improve request of a program whose earlier improvements left its
+            score where it was says so, and asks for a change of the rule still wrong (with
+            ``assist.copies``, as GIF-MCTS does).
     """
 
     c: float = 5.0
@@ -41,6 +46,10 @@ class RexConfig:
     perfect_tolerance: float = 1e-6
     sampling: SamplingConfig = field(default_factory=SamplingConfig)
     assist: AssistConfig = field(default_factory=AssistConfig)
+    no_progress_note: bool = True
+
+    # What a saved config without these (older) fields was made with.
+    ABSENT_IN_OLDER_RUNS: ClassVar[dict] = {"no_progress_note": False}
 
     def __post_init__(self) -> None:
         if self.parallel < 1:
@@ -142,8 +151,15 @@ class _PoolSearch:
         return [{"call": e.call, "parent_call": e.parent, "action": e.action, "score": e.score,
                  "buggy": e.buggy} for e in self.pool if e.call >= 0]
 
+    def stalled(self, entry: PoolEntry) -> bool:
+        """An improvement that left the score of the program it improved where it was."""
+        parent = next((e for e in self.pool if e.call == entry.parent), None)
+        return (entry.action == IMPROVE and parent is not None and not entry.buggy
+                and not parent.buggy and abs(entry.score - parent.score) <= 1e-12)
+
     def to_json(self) -> dict:
         return {"method": self.method, "calls": self.calls, "stopped_perfect": self.stopped_perfect,
+                "no_progress": sum(1 for e in self.pool if self.stalled(e)),
                 "pool": [e.to_json() for e in self.pool], "trace": self.trace}
 
 
@@ -184,13 +200,22 @@ class Rex(_PoolSearch):
                 entry.refined += 1
                 request = Request(call=self.calls, action=FIX if entry.buggy else IMPROVE,
                                   parent=entry.call, program=entry.program,
-                                  feedback=entry.feedback,
+                                  feedback=entry.feedback if entry.buggy else self._improve_feedback(entry),
                                   mispredicted=None if entry.buggy else entry.mispredicted)
             self.calls += 1
             self.trace.append({"call": request.call, "action": request.action,
                                "parent": request.parent, "draws": draws})
             requests.append(request)
         return requests
+
+    def _improve_feedback(self, entry: PoolEntry) -> str:
+        """The feedback of an improve request of `entry`: its own, and a note when earlier
+        improvements of it made no progress."""
+        stalls = sum(1 for e in self.pool if e.parent == entry.call and self.stalled(e))
+        on = self.config.no_progress_note and self.config.assist.copies
+        if not stalls or not on or not entry.feedback:
+            return entry.feedback
+        return f"{entry.feedback}\n\n{no_progress_note(stalls, entry.score)}"
 
 
 class ZeroShot(_PoolSearch):
