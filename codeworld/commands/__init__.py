@@ -1,5 +1,29 @@
 """Subcommands of the ``codeworld`` CLI, one module each (see codeworld/cli.py)."""
 
+import argparse
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number of at least 1 (a count of calls, episodes, steps)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {text}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """An argparse type: a number above 0 (minutes, seconds)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0:  # NaN too
+        raise argparse.ArgumentTypeError(f"must be above 0, not {text}")
+    return value
+
 
 def read_model_file(path: str) -> str:
     """The text of a model program given on the command line.

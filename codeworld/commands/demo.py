@@ -32,6 +32,7 @@ DEFAULT_MAX_STEPS = 200
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    from codeworld.commands import positive_int
     from codeworld.commands.runs import add_run_arguments
     from codeworld.llm import add_llm_arguments
 
@@ -40,9 +41,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="GIF-MCTS with the embedded local model on CartPole-v1 (small budget), then "
                     "both scores with floor and ceiling, then the normalized return of planning.")
     parser.add_argument("--env", default=DEFAULT_ENV, help=f"environment (default {DEFAULT_ENV})")
-    parser.add_argument("--episodes", type=int, default=DEFAULT_EPISODES,
+    parser.add_argument("--episodes", type=positive_int, default=DEFAULT_EPISODES,
                         help=f"planning episodes per policy (default {DEFAULT_EPISODES}; paper: 10)")
-    parser.add_argument("--max-steps", type=int, default=DEFAULT_MAX_STEPS,
+    parser.add_argument("--max-steps", type=positive_int, default=DEFAULT_MAX_STEPS,
                         help=f"cap on steps per planning episode (default {DEFAULT_MAX_STEPS})")
     add_run_arguments(parser, budget=DEFAULT_BUDGET, time_limit=DEFAULT_SEARCH_MINUTES,
                       out="runs/demo-ENV-TIME; an existing one is resumed")

@@ -12,7 +12,7 @@ import argparse
 import json
 import sys
 
-from codeworld.commands import read_model_file
+from codeworld.commands import positive_int, read_model_file
 
 EXIT_OK = 0
 EXIT_MODEL_FAILED = 1
@@ -33,7 +33,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_env_arguments(parser, description=False)
     parser.add_argument("--episodes", type=int, default=10, help="seeded episodes per policy (default 10)")
     parser.add_argument("--seed", type=int, default=0, help="episode i resets with seed + i (default 0)")
-    parser.add_argument("--max-steps", type=int, default=None, help="cap on steps per episode")
+    parser.add_argument("--max-steps", type=positive_int, default=None, help="cap on steps per episode")
     parser.add_argument("--planner", choices=list(PLANNERS), default=None,
                         help="the planner (default: the env's own, mcts for discrete actions and cem for "
                              "continuous ones, as in the paper)")

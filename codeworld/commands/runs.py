@@ -10,6 +10,8 @@ import argparse
 import sys
 import time
 
+from codeworld.commands import positive_float, positive_int
+
 
 def add_run_arguments(parser: argparse.ArgumentParser, *, budget: int, out: str,
                       time_limit: float | None = None, resumable: bool = False) -> None:
@@ -24,7 +26,7 @@ def add_run_arguments(parser: argparse.ArgumentParser, *, budget: int, out: str,
         resumable: the command has ``--resume`` (the budget's default is then the saved one).
     """
     saved = "; on --resume, the saved budget unless given" if resumable else ""
-    parser.add_argument("--budget", type=int, default=None if resumable else budget,
+    parser.add_argument("--budget", type=positive_int, default=None if resumable else budget,
                         help=f"LLM calls in the whole run (default {budget}{saved})")
     parser.add_argument("--seed", type=int, default=0, help="run seed (default 0)")
     parser.add_argument("--out", default=None, metavar="RUN_DIR", help=f"run directory (default {out})")
@@ -34,9 +36,9 @@ def add_run_arguments(parser: argparse.ArgumentParser, *, budget: int, out: str,
     parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                         help="change a config field, e.g. --set ucb_c=0.2 --set allow_fix=false "
                              "--set sampling.temperature=0.7 (repeatable)")
-    parser.add_argument("--parallel", type=int, default=None, metavar="K",
+    parser.add_argument("--parallel", type=positive_int, default=None, metavar="K",
                         help="LLM calls at once per wave (default: the method's config)")
-    parser.add_argument("--time-limit", type=float, default=time_limit, metavar="MIN",
+    parser.add_argument("--time-limit", type=positive_float, default=time_limit, metavar="MIN",
                         help="start no new LLM call after this many minutes (resume later to go on)"
                              + (f"; default {time_limit:g}" if time_limit is not None else ""))
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
@@ -55,7 +57,7 @@ def add_world_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--heldout", type=_fraction, default=None, metavar="FRACTION",
                         help="share of the buffer's episodes held out from the search, scored "
                              f"apart (default {HELDOUT_FRACTION:g}; 0 holds nothing out; on --resume, the saved split)")
-    parser.add_argument("--timeout", type=float, default=PROGRAM_TIMEOUT_S, metavar="S",
+    parser.add_argument("--timeout", type=positive_float, default=PROGRAM_TIMEOUT_S, metavar="S",
                         help=f"seconds one program may take over the whole buffer (default {PROGRAM_TIMEOUT_S:g})")
     parser.add_argument("--no-fit", action="store_true",
                         help="fit no constants to the buffer (neither in the search nor after it)")
