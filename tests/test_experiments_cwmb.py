@@ -57,7 +57,7 @@ def test_cwmb_job_synthesizes_scores_and_plans(script, tmp_path):
     legacy = json.loads((ROOT / "tests" / "data" / "legacy_runs" / "cwmb_job.run.json").read_text())
     # the keys of before, and the finish switches every run records now (read back on a rerun)
     assert [k for k in spec if k not in ("split", "finish")] == list(legacy) and spec["status"] == "finished"
-    assert spec["finish"] == {"compose": True, "fit_constants": True, "speed_step": True}
+    assert spec["finish"] == {"compose": True, "fit_constants": True, "speed_step": True, "floor": True}
     assert result["scores"]["heldout"] and spec["split"]["n_heldout"] == result["scores"]["sound"]["n_transitions"]
     assert result["scores"]["training"]["sound"]["n_transitions"] == spec["split"]["n_train"]
     assert spec["variant"] == "worldcoder" and spec["job"] == job.to_json()

@@ -79,7 +79,7 @@ def test_a_legacy_run_replays_without_an_llm_call_and_with_the_same_scores(legac
     after = json.loads((legacy_run / "run.json").read_text())
     assert after.pop("llm") == empty and before.pop("llm") != empty
     # the finish switches of this session, which now include the composition
-    assert after.pop("finish") == {**before.pop("finish"), "compose": True}
+    assert after.pop("finish") == {**before.pop("finish"), "compose": True, "floor": True}
     # a switch added after the run was made is written as the run had it: off
     assert after["config"].pop("assist") == {**before["config"].pop("assist"), "relations": False,
                                              "form_from_data": False, "copies": False,

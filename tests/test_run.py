@@ -45,7 +45,7 @@ def test_a_run_goes_from_not_started_to_finished_and_reads_its_finish_switches_b
     result = again.execute(_world(finished), ScriptedLLM(_script))
     assert result.accounting.replayed_calls == 3 and result.accounting.new_calls == 1
     assert json.loads((tmp_path / "run" / "run.json").read_text())["finish"] == {
-        "compose": False, "fit_constants": True, "speed_step": False}
+        "compose": False, "fit_constants": True, "speed_step": False, "floor": True}
 
 
 def test_a_rerun_job_continues_its_run_taking_only_the_new_budget(tmp_path):

@@ -99,5 +99,5 @@ def test_synthesize_writes_the_keys_it_wrote_before(tmp_path):
                                  "config", "status")} \
         == {k: before[k] for k in ("method", "env_id", "seed", "mode", "buffer", "timeout_s",
                                    "config", "status")}
-    # the finish switches gained the composition's
-    assert data["finish"] == {**before["finish"], "compose": True}
+    # the finish switches gained the composition's and the floor's
+    assert data["finish"] == {**before["finish"], "compose": True, "floor": True}

@@ -35,7 +35,7 @@ def test_a_run_fits_its_best_program_and_records_constants_and_speed(tmp_path, c
     speed = json.loads((out / "speed.json").read_text())
     assert speed["compiled"] and speed["how"] == "as_written" and speed["steps_per_s"] > 0
     assert json.loads((out / "run.json").read_text())["finish"] == {"compose": True, "fit_constants": True,
-                                                                    "speed_step": True}
+                                                                    "speed_step": True, "floor": True}
 
 
 def test_the_switches_turn_the_fit_and_the_speed_step_off(tmp_path, capsys):
@@ -129,3 +129,32 @@ def test_a_run_composes_programs_that_are_right_in_different_components(tmp_path
                  "--out", str(off), "--no-fit", "--no-speed-step", "--no-compose"]) == 0
     assert not (off / "compose.json").exists()
     assert (off / "best_model.py").read_text().strip() == pole_only.strip()
+
+
+BUGGY = "def step(state, action):\n    return undefined_name\n"
+
+
+def test_a_search_whose_every_program_is_buggy_ends_at_the_skeleton(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(["synthesize", "CartPole-v1", "--llm", _script(tmp_path / "s.json", BUGGY),
+                 "--budget", "1", "--out", str(out), "--no-speed-step"]) == 0
+    assert "best program: the skeleton (every program the search wrote was buggy), score" in capsys.readouterr().out
+    floor = json.loads((out / "floor.json").read_text())
+    assert floor["became_best"] and 0.5 < floor["skeleton_score"] < 0.9  # the do-nothing model
+    best = json.loads((out / "best_report.json").read_text())
+    assert best["floor"] == "skeleton" and best["score"] == floor["skeleton_score"]
+    assert json.loads((out / "programs" / "0000.json").read_text())["buggy"]
+    assert "def step" in (out / "best_model.py").read_text()
+
+
+def test_the_floor_switch_leaves_a_buggy_best_and_a_healthy_best_is_kept(tmp_path, capsys):
+    out = tmp_path / "off"
+    assert main(["synthesize", "CartPole-v1", "--llm", _script(tmp_path / "s.json", BUGGY), "--budget", "1",
+                 "--out", str(out), "--no-speed-step", "--no-floor"]) == 0
+    assert "best program: call 1, buggy" in capsys.readouterr().out and not (out / "floor.json").exists()
+    out = tmp_path / "healthy"
+    wrong = MODEL.read_text().replace("TAU = 0.02", "TAU = 0.03")
+    assert main(["synthesize", "CartPole-v1", "--llm", _script(tmp_path / "w.json", wrong), "--budget", "1",
+                 "--out", str(out), "--no-speed-step", "--no-fit"]) == 0
+    assert not (out / "floor.json").exists()  # the best program runs: the skeleton is not needed
+    assert "best program: call 1, score" in capsys.readouterr().out

@@ -125,7 +125,7 @@ def demo_config(args: argparse.Namespace):
 
 def synthesize_step(args, spec, config, out: Path, table: _Table, started: float):
     """GIF-MCTS into ``out`` (resumed when it already holds a run)."""
-    from codeworld.commands.runs import progress_printer
+    from codeworld.commands.runs import best_origin, progress_printer
     from codeworld.llm import LLMError, llm_from_args
     from codeworld.synthesis.config import FinishConfig
     from codeworld.synthesis.cwmb import make_run_world
@@ -160,7 +160,7 @@ def synthesize_step(args, spec, config, out: Path, table: _Table, started: float
         table.missing.append("no program was written")
         return result
     ev = result.best_evaluation
-    table.add("best program", f"call {result.best_call + 1}, "
+    table.add("best program", f"{best_origin(result)}, "
                               + ("buggy" if ev.buggy else f"search score {ev.score:.4f}")
                               + f": {out / 'best_model.py'}")
     table.data.update(best_call=result.best_call + 1, best_buggy=ev.buggy,

@@ -63,6 +63,9 @@ def add_world_arguments(parser: argparse.ArgumentParser) -> None:
                         help="fit no constants to the buffer (neither in the search nor after it)")
     parser.add_argument("--no-compose", action="store_true",
                         help="do not compose the best programs component by component after the search")
+    parser.add_argument("--no-floor", action="store_true",
+                        help="keep a buggy best program (by default, when every program is buggy, "
+                             "the skeleton, the do-nothing model, becomes the best)")
     parser.add_argument("--no-speed-step", action="store_true",
                         help="do not compile or port the best program and measure its speed")
 
@@ -135,6 +138,14 @@ def score_lines(report: dict) -> list[str]:
     return lines
 
 
+def best_origin(result) -> str:
+    """Where the run's best program came from: ``call N``, or the skeleton when every program
+    the search wrote was buggy."""
+    if (result.finish.get("floor") or {}).get("became_best"):
+        return "the skeleton (every program the search wrote was buggy)"
+    return f"call {result.best_call + 1}"
+
+
 def summary_text(result) -> str:
     """The closing lines of a run: best score, where the model is, what it cost."""
     acc = result.accounting
@@ -144,7 +155,7 @@ def summary_text(result) -> str:
     else:
         ev = result.best_evaluation
         state = "buggy" if ev.buggy else f"score {ev.score:.4f}"
-        lines.append(f"best program: call {result.best_call + 1}, {state}")
+        lines.append(f"best program: {best_origin(result)}, {state}")
         lines.extend(score_lines(ev.report))
     compose = result.finish.get("compose")
     if compose:

@@ -56,7 +56,8 @@ def run_from_args(args: argparse.Namespace):
     if args.no_fit:  # no constant fit in the search either
         overrides["assist.fit_constants"] = "false"
     off = tuple(name for name, flag in (("fit_constants", args.no_fit), ("compose", args.no_compose),
-                                        ("speed_step", args.no_speed_step)) if flag)
+                                        ("speed_step", args.no_speed_step), ("floor", args.no_floor))
+                if flag)
     if args.resume:
         if not args.out:
             raise ValueError("--resume needs --out RUN_DIR")

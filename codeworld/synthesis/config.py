@@ -125,6 +125,9 @@ class FinishConfig:
             from the run's program that predicts it best (`codeworld.synthesis.compose`); the
             composed program becomes the best when it scores higher.
         compose_programs: how many of the run's best programs may take part.
+        floor: first, when every program of the search is buggy, the skeleton the prompts start
+            from (the do-nothing model) becomes the best: a run ends with a program that runs.
+            (Not when a healthy best scores below it: such a model may still plan well.)
     """
 
     fit_constants: bool = True
@@ -132,6 +135,7 @@ class FinishConfig:
     fit: Any = field(default_factory=_default_fit_config)
     compose: bool = True
     compose_programs: int = 4
+    floor: bool = True
 
     def __post_init__(self):
         if self.compose_programs < 2:
@@ -149,6 +153,7 @@ ASSIST_ABLATIONS: dict[str, dict] = {
     "no-summary": {"assist.error_summary": False},
     "no-fit": {"assist.fit_constants": False, "finish.fit_constants": False},
     "no-compose": {"finish.compose": False},
+    "no-floor": {"finish.floor": False},
     "no-relations": {"assist.relations": False},
     # the data section off altogether, and on with plain linear fits only (no term library,
     # clips, wraps, exceptions or reward formula)

@@ -4,6 +4,7 @@
 `codeworld.synthesis.run.Run` calls it once after the search, with the run's `FinishConfig`.
 Files it writes to the run directory (through `RunDir`):
 
+    floor.json          the skeleton's score, when it replaced a search whose every program was buggy
     compose.json        which program each output component came from, the scores, the verdict
     composed_model.py   the composed program (kept or not)
     fit.json            constants before and after, held-out and whole-buffer scores, verdict
@@ -11,8 +12,9 @@ Files it writes to the run directory (through `RunDir`):
     speed.json          compiled or not, how (as written, mechanical port), steps per second
     best_model_fast.py  the kept port, when the best program needed one
 
-When the composed program scores higher than the search's best, it becomes the run's best, and the
-fit starts from it; when the fit is kept and the fitted program scores higher, it becomes the best.
+First, when every program the search wrote is buggy, the skeleton the prompts start from (the
+do-nothing model) becomes the best (``floor.json``). When the composed
+program scores higher than the search's best, it becomes the run's best, and the fit starts from it; when the fit is kept and the fitted program scores higher, it becomes the best.
 Either way ``best_model.py`` and ``best_report.json`` (with ``"composed_from"`` or ``"fitted_from"``)
 are rewritten.
 """
@@ -23,6 +25,7 @@ from typing import Any
 
 from codeworld.synthesis.config import FinishConfig
 
+FLOOR_FILE = "floor.json"
 COMPOSE_FILE = "compose.json"
 COMPOSED_MODEL_FILE = "composed_model.py"
 FIT_FILE = "fit.json"
@@ -45,6 +48,30 @@ def compose_verdict(compose: dict) -> str:
     outcome = "buggy" if score is None else f"score {score:.4f}"
     return (f"calls {calls} -> {outcome} (best was {compose['best_before']:.4f}), "
             + ("now the best program" if compose.get("became_best") else "not kept"))
+
+
+def _floor(result: Any, evaluator: Any, run_dir: Any) -> dict:
+    """The skeleton replaces a best program that is buggy (the search's best is buggy only when
+    every program is): a search whose every answer failed ends at the do-nothing model, which
+    runs, rather than with a program that cannot be scored or planned with. A healthy best that
+    scores below the skeleton is kept: its reward or dynamics may still plan well."""
+    before = result.best_evaluation
+    if not before.buggy:
+        return {"skipped": "the best program runs"}
+    skeleton = getattr(evaluator, "skeleton", None)
+    if not skeleton:
+        return {"skipped": "no skeleton (the scaffold is off)"}
+    evaluation = evaluator.evaluate(skeleton)
+    record = {"skeleton_score": None if evaluation.buggy else evaluation.score, "became_best": False}
+    if not evaluation.buggy:
+        result.best_program = skeleton
+        result.best_evaluation = evaluation
+        record["became_best"] = True
+        if run_dir is not None:
+            run_dir.save_best(result.best_call, skeleton, evaluation, {"floor": "skeleton"})
+    if run_dir is not None:
+        run_dir.save_record(FLOOR_FILE, record)
+    return record
 
 
 def _compose(result: Any, evaluator: Any, scorer: Any, config: FinishConfig, timeout_s: float,
@@ -94,6 +121,8 @@ def finish_run(result: Any, evaluator: Any, config: FinishConfig, run_dir: Any =
     scorer, timeout_s = evaluator.scorer, evaluator.timeout_s
     record: dict = {"call": result.best_call}
 
+    if config.floor:
+        record["floor"] = _floor(result, evaluator, run_dir)
     if config.compose and not result.best_evaluation.buggy:
         record["compose"] = _compose(result, evaluator, scorer, config, timeout_s, run_dir)
 

@@ -29,7 +29,7 @@ from codeworld.synthesis.types import ChatModel, Search, World
 def finish_to_json(finish: FinishConfig) -> dict:
     """The finish switches as ``run.json`` keeps them."""
     return {"compose": finish.compose, "fit_constants": finish.fit_constants,
-            "speed_step": finish.speed_step}
+            "speed_step": finish.speed_step, "floor": finish.floor}
 
 
 def finish_from_json(data: dict | None) -> FinishConfig:
