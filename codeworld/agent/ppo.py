@@ -32,7 +32,6 @@ from codeworld.agent.envs import ObjectEnv, make_object_env
 from codeworld.agent.loop import Milestone
 
 
-
 def _minigrid_words() -> tuple[str, ...]:
     from minigrid.core.constants import COLOR_NAMES, OBJECT_TO_IDX
 

@@ -13,8 +13,9 @@ Files it writes to the run directory (through `RunDir`):
     best_model_fast.py  the kept port, when the best program needed one
 
 First, when every program the search wrote is buggy, the skeleton the prompts start from (the
-do-nothing model) becomes the best (``floor.json``). When the composed
-program scores higher than the search's best, it becomes the run's best, and the fit starts from it; when the fit is kept and the fitted program scores higher, it becomes the best.
+do-nothing model) becomes the best (``floor.json``). When the composed program scores higher than
+the search's best, it becomes the run's best, and the fit starts from it; when the fit is kept and
+the fitted program scores higher, it becomes the best.
 Either way ``best_model.py`` and ``best_report.json`` (with ``"composed_from"`` or ``"fitted_from"``)
 are rewritten.
 """

@@ -40,7 +40,7 @@ import numpy as np
 
 from codeworld.synthesis.config import AssistConfig, SamplingConfig
 from codeworld.synthesis.types import (FIX, GENERATE, IMPROVE, Outcome, ProgramEvaluation, Request,
-                                       copies_note, no_progress_note)
+                                       copies_note, made_no_progress, with_no_progress_note)
 
 ROOT = "root"
 _TIE_EPS = 1e-12
@@ -383,16 +383,16 @@ class GifMcts:
     def stalled(self, node: Node) -> bool:
         """An improvement that left the score of the program it improved where it was."""
         parent = self.nodes[node.parent]
-        return (node.action == IMPROVE and not node.pending and not node.buggy
-                and not parent.buggy and abs(node.score - parent.score) <= 1e-12)
+        return not node.pending and made_no_progress(node.action, node.buggy, node.score,
+                                                     parent.buggy, parent.score)
 
     def _improve_feedback(self, parent: Node) -> str:
         """The feedback of an improve request at `parent`: its own, and a note when earlier
         improvements of it made no progress."""
-        stalls = sum(1 for c in parent.children if self.stalled(self.nodes[c]))
-        if not stalls or not self.config.assist.copies or not parent.feedback:
+        if not self.config.assist.copies:
             return parent.feedback
-        return f"{parent.feedback}\n\n{no_progress_note(stalls, parent.score)}"
+        stalls = sum(1 for c in parent.children if self.stalled(self.nodes[c]))
+        return with_no_progress_note(parent.feedback, stalls, parent.score)
 
     def best(self) -> tuple[int, str, ProgramEvaluation] | None:
         """The highest-scoring healthy program (earliest on ties), else the first program."""

@@ -18,7 +18,7 @@ import numpy as np
 
 from codeworld.synthesis.config import AssistConfig, SamplingConfig
 from codeworld.synthesis.types import (FIX, GENERATE, IMPROVE, Outcome, ProgramEvaluation, Request,
-                                       no_progress_note)
+                                       made_no_progress, with_no_progress_note)
 
 
 @dataclass(frozen=True)
@@ -154,8 +154,8 @@ class _PoolSearch:
     def stalled(self, entry: PoolEntry) -> bool:
         """An improvement that left the score of the program it improved where it was."""
         parent = next((e for e in self.pool if e.call == entry.parent), None)
-        return (entry.action == IMPROVE and parent is not None and not entry.buggy
-                and not parent.buggy and abs(entry.score - parent.score) <= 1e-12)
+        return parent is not None and made_no_progress(entry.action, entry.buggy, entry.score,
+                                                       parent.buggy, parent.score)
 
     def to_json(self) -> dict:
         return {"method": self.method, "calls": self.calls, "stopped_perfect": self.stopped_perfect,
@@ -211,11 +211,10 @@ class Rex(_PoolSearch):
     def _improve_feedback(self, entry: PoolEntry) -> str:
         """The feedback of an improve request of `entry`: its own, and a note when earlier
         improvements of it made no progress."""
-        stalls = sum(1 for e in self.pool if e.parent == entry.call and self.stalled(e))
-        on = self.config.no_progress_note and self.config.assist.copies
-        if not stalls or not on or not entry.feedback:
+        if not (self.config.no_progress_note and self.config.assist.copies):
             return entry.feedback
-        return f"{entry.feedback}\n\n{no_progress_note(stalls, entry.score)}"
+        stalls = sum(1 for e in self.pool if e.parent == entry.call and self.stalled(e))
+        return with_no_progress_note(entry.feedback, stalls, entry.score)
 
 
 class ZeroShot(_PoolSearch):

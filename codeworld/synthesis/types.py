@@ -131,6 +131,22 @@ def no_progress_note(stalls: int, score: float) -> str:
             "summary above lists as most often wrong, using the recorded data.")
 
 
+def made_no_progress(action: str, buggy: bool, score: float, parent_buggy: bool,
+                     parent_score: float) -> bool:
+    """Whether a program is an improvement that left the score of the (healthy) program it
+    improved where it was: the searches count these and say so in the next improve request."""
+    return (action == IMPROVE and not buggy and not parent_buggy
+            and abs(score - parent_score) <= 1e-12)
+
+
+def with_no_progress_note(feedback: str, stalls: int, score: float) -> str:
+    """The feedback of an improve request of a program scoring `score`, with `no_progress_note`
+    when `stalls` earlier improvements of it made no progress."""
+    if not stalls or not feedback:
+        return feedback
+    return f"{feedback}\n\n{no_progress_note(stalls, score)}"
+
+
 @dataclass(frozen=True)
 class Request:
     """One LLM call a search asks for.
