@@ -16,8 +16,10 @@ from codeworld.llm import (
     RetryPolicy,
     make_llm,
 )
+from codeworld.experiments.outcomes import program_outcome
 from codeworld.llm.accounting import LLMAccounting
 from codeworld.llm.openai_compatible import OpenAIOptions
+from codeworld.llm.types import PromptTooLongError
 
 FAST_RETRY = RetryPolicy(max_attempts=3, initial_delay_s=0.01, max_delay_s=0.05, jitter=0.0)
 
@@ -25,8 +27,8 @@ FAST_RETRY = RetryPolicy(max_attempts=3, initial_delay_s=0.01, max_delay_s=0.05,
 class FakeOpenAI:
     """A chat-completions server whose answers come from a queue of scripted behaviours.
 
-    Each behaviour is ``("ok", text)``, ``("429",)``, ``("500",)``, ``("400",)`` or
-    ``("sleep", seconds, text)``; when the queue is empty, every request gets ``("ok", "default")``.
+    Each behaviour is ``("ok", text)``, ``("429",)``, ``("500",)``, ``("400",)`` (optionally
+    with the error's message) or ``("sleep", seconds, text)``; when the queue is empty, every request gets ``("ok", "default")``.
     """
 
     def __init__(self):
@@ -52,7 +54,8 @@ class FakeOpenAI:
                     behaviour = ("ok", behaviour[2])
                     kind = "ok"
                 if kind in ("429", "500", "400"):
-                    payload = {"error": {"message": f"canned {kind}", "type": "test"}}
+                    message = behaviour[1] if len(behaviour) > 1 else f"canned {kind}"
+                    payload = {"error": {"message": message, "type": "test"}}
                     self._send(int(kind), payload, {"Retry-After": "0"} if kind == "429" else {})
                     return
                 text = behaviour[1]
@@ -199,6 +202,41 @@ def test_server_errors_are_retried_but_rejections_are_not(fake, tmp_path):
     fake.behaviours = [("400",)]
     with pytest.raises(LLMError, match="HTTP 400"):
         llm.complete([{"role": "user", "content": "bad"}])
+    assert len(fake.requests) == 3
+
+
+# What llama.cpp's server answers a prompt longer than its context (seen on a Humanoid prompt).
+LLAMA_TOO_LONG = ("request (13820 tokens) exceeds the available context size (8192 tokens), "
+                  "try increasing it")
+
+
+def test_a_prompt_longer_than_the_context_is_its_own_error_naming_the_lengths(fake, tmp_path):
+    fake.behaviours = [("400", LLAMA_TOO_LONG)]
+    with pytest.raises(PromptTooLongError, match="exceeds the available context") as info:
+        client(fake, tmp_path).complete(HELLO)
+    assert (info.value.prompt_tokens, info.value.context) == (13820, 8192)
+    assert len(fake.requests) == 1  # never retried: the same prompt can never fit
+
+
+def test_a_search_records_a_call_whose_prompt_is_too_long_and_goes_on(fake, tmp_path):
+    # call 2's prompt does not fit: the run does not fail, that call has no program, the others
+    # are scored, and a resume replays the record without asking the server again
+    from codeworld.synthesis.fakes import EchoPrompts, FakeEvaluator, fake_program
+    from codeworld.synthesis.run import Run
+    from codeworld.synthesis.types import World
+
+    fake.behaviours = [("ok", fake_program(0.4)), ("400", LLAMA_TOO_LONG), ("ok", fake_program(0.7))]
+    run = Run.start(tmp_path / "run", "worldcoder", budget=3, seed=0)
+    result = run.execute(World(EchoPrompts(), FakeEvaluator()), client(fake, tmp_path))
+    assert run.spec.status.value == "finished"
+    assert result.accounting.calls == 3 and result.accounting.too_long == 1
+    assert result.best_evaluation.score == 0.7
+    record = json.loads((tmp_path / "run" / "programs" / "0001.json").read_text())
+    assert record["report"]["status"] == "prompt_too_long" and record["buggy"]
+    assert program_outcome(record) == "prompt too long"
+    again = Run.resume(tmp_path / "run")
+    replayed = again.execute(World(EchoPrompts(), FakeEvaluator()), None)
+    assert replayed.accounting.replayed_calls == 3 and replayed.accounting.too_long == 1
     assert len(fake.requests) == 3
 
 

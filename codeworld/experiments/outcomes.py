@@ -3,6 +3,7 @@
 `program_outcome(record)` reads one saved evaluation (``programs/NNNN.json`` of a run directory)
 and names its class:
 
+* ``prompt too long``: the prompt did not fit the model's context window, so no answer came;
 * ``no program``: the answer held no Python program;
 * ``does not parse``: a syntax error;
 * ``no step``: it parses but defines no usable ``step`` (or ``class Environment``);
@@ -29,6 +30,8 @@ def program_outcome(record: dict[str, Any]) -> str:
     """The outcome class of one saved program evaluation (see the module docstring)."""
     report = record.get("report") or {}
     status = report.get("status")
+    if status == "prompt_too_long":
+        return "prompt too long"
     if status == "no_code" or record.get("has_program") is False:
         return "no program"
     message = str(report.get("message") or record.get("feedback") or "")

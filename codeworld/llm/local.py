@@ -244,7 +244,7 @@ class ServerSettings:
     """
 
     threads: int | None = None
-    context: int = 8192
+    context: int = 16384
     slots: int = 1
     speculation: str | None = None
     draft_max: int = 4

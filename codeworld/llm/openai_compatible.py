@@ -15,6 +15,7 @@ from codeworld.llm.types import (
     Sampling,
     TransientLLMError,
     prefill_of,
+    prompt_too_long,
     strip_echoed_prefill,
 )
 
@@ -107,6 +108,9 @@ class OpenAIBackend:
         except openai.InternalServerError as exc:
             raise TransientLLMError(f"server error: {exc}", "server", _retry_after(exc)) from exc
         except openai.APIStatusError as exc:
+            too_long = prompt_too_long(exc.status_code, str(exc))
+            if too_long is not None:
+                raise too_long from exc
             raise LLMError(f"{self.name}:{self.model} rejected the request "
                            f"(HTTP {exc.status_code}): {exc}") from exc
         if not response.choices:

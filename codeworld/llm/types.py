@@ -9,6 +9,8 @@ completion's `Completion.text` is only the new text, and `Completion.full_text` 
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Protocol
 
@@ -163,6 +165,35 @@ class TransientLLMError(LLMError):
         super().__init__(message)
         self.kind = kind
         self.retry_after_s = retry_after_s
+
+
+class PromptTooLongError(LLMError):
+    """The prompt does not fit the model's context window: the same request can never succeed
+    (a search records the call as unanswered and goes on, `codeworld.synthesis.runner`).
+
+    Attributes:
+        prompt_tokens: the prompt's length in tokens, where the server said it.
+        context: the context window in tokens, where the server said it.
+    """
+
+    def __init__(self, message: str, prompt_tokens: int | None = None, context: int | None = None):
+        super().__init__(message)
+        self.prompt_tokens = prompt_tokens
+        self.context = context
+
+
+# How servers word a request longer than the context (llama.cpp's server, OpenAI, vLLM).
+_TOO_LONG = re.compile(r"context (?:size|length|window)|context_length_exceeded|maximum context",
+                       re.IGNORECASE)
+
+
+def prompt_too_long(status: int, message: str) -> PromptTooLongError | None:
+    """The `PromptTooLongError` a rejected request's status and message stand for, else None."""
+    if status not in (400, 413) or not _TOO_LONG.search(message):
+        return None
+    numbers = [int(n) for n in re.findall(r"(\d+) tokens", message)]
+    return PromptTooLongError(message, numbers[0] if numbers else None,
+                              numbers[1] if len(numbers) > 1 else None)
 
 
 class LLMUnavailableError(LLMError):

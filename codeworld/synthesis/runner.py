@@ -24,6 +24,8 @@ from codeworld.synthesis.run_dir import RunDir
 from codeworld.synthesis.types import (FIX, ChatModel, Evaluator, Outcome, ProgramEvaluation, PromptBuilder, Request,
                                        Search)
 
+# The finish reason recorded for a call whose prompt did not fit the model's context window.
+PROMPT_TOO_LONG = "prompt_too_long"
 NO_CODE_FEEDBACK = ("The answer contained no Python program to run: answer with the whole "
                     "corrected program in one ```python code block.")
 
@@ -73,6 +75,9 @@ class SearchAccounting:
         duplicates: programs equal (up to comments and layout) to the skeleton the prompts
             start from or to a program of an earlier call: not scored again, and not expanded
             by the search (see `normalized`).
+        too_long: calls whose prompt did not fit the model's context window: rejected by the
+            server before any token was processed, recorded without a program (the call counts
+            against the budget, so a search cannot ask the same thing without end).
     """
 
     calls: int = 0
@@ -88,6 +93,7 @@ class SearchAccounting:
     repairs: int = 0
     fits: int = 0
     duplicates: int = 0
+    too_long: int = 0
 
     @property
     def tokens(self) -> int:
@@ -134,8 +140,9 @@ class SynthesisResult:
 
 
 def _completion_record(completion: Any) -> dict:
+    """The saved form of a completion (None: an empty one, for a call that got no answer)."""
     return {
-        "text": completion.text,
+        "text": str(getattr(completion, "text", "") or ""),
         "prompt_tokens": int(getattr(completion, "prompt_tokens", 0) or 0),
         "completion_tokens": int(getattr(completion, "completion_tokens", 0) or 0),
         "latency_s": float(getattr(completion, "latency_s", 0.0) or 0.0),
@@ -189,13 +196,20 @@ class _Calls:
             kwargs = {"temperature": self.sampling.temperature, "max_tokens": self.sampling.max_tokens}
             if self.sampling.seed_per_call:
                 kwargs.update(seed=self.seed, sample=request.call)
-            completion = _completion_record(self.llm.complete(messages, **kwargs))
+            from codeworld.llm.types import PromptTooLongError
+
+            try:
+                completion = _completion_record(self.llm.complete(messages, **kwargs))
+            except PromptTooLongError as exc:
+                completion = {**_completion_record(None), "finish_reason": PROMPT_TOO_LONG,
+                              "error": str(exc)}
             if self.run_dir is not None:
                 self.run_dir.save_call(request.call, {"call": request.call, "request": request.to_json(),
                                                       "messages": messages, "sampling": kwargs,
                                                       "completion": completion})
             self._count(new_calls=1, cached_calls=int(completion["cached"]))
-        self._count(calls=1, prompt_tokens=completion["prompt_tokens"],
+        self._count(calls=1, too_long=int(completion["finish_reason"] == PROMPT_TOO_LONG),
+                    prompt_tokens=completion["prompt_tokens"],
                     completion_tokens=completion["completion_tokens"],
                     llm_seconds=completion["latency_s"])
         return completion
@@ -218,10 +232,17 @@ class _Calls:
         with self.lock:
             return key, (self.seen.get(key) if key is not None else None)
 
-    def score(self, request: Request, program: str | None) -> tuple[str | None, ProgramEvaluation]:
-        """Score a new program (then refine it: a fit replaces it when better)."""
+    def score(self, request: Request, program: str | None,
+              too_long: str | None = None) -> tuple[str | None, ProgramEvaluation]:
+        """Score a new program (then refine it: a fit replaces it when better); ``too_long``:
+        the server's words when the call's prompt did not fit the context (no program)."""
         t0 = time.perf_counter()
-        if program is None:
+        if too_long is not None:
+            # the request is kept as it was: a fix of it sees the program and error it was given
+            feedback = request.feedback or NO_CODE_FEEDBACK
+            evaluation = ProgramEvaluation(0.0, True, feedback, None,
+                                           {"status": PROMPT_TOO_LONG, "message": too_long})
+        elif program is None:
             # The next fix sees the program it was given again, with its error if it had one.
             feedback = NO_CODE_FEEDBACK
             if request.action == FIX and request.feedback:
@@ -240,7 +261,10 @@ class _Calls:
         return program, evaluation
 
     def __call__(self, request: Request) -> Outcome:
-        program = self.program(request, self.completion(request)["text"])
+        completion = self.completion(request)
+        too_long = (completion.get("error") or "prompt too long"
+                    if completion["finish_reason"] == PROMPT_TOO_LONG else None)
+        program = None if too_long else self.program(request, completion["text"])
         run_dir = self.run_dir
         fitted = run_dir.fitted_program(request.call, program) if run_dir else None
         evaluation = run_dir.load_evaluation(request.call, fitted or program) if run_dir else None
@@ -260,7 +284,7 @@ class _Calls:
             if run_dir is not None:
                 run_dir.save_program(request.call, program, evaluation)
         if evaluation is None:
-            program, evaluation = self.score(request, program)
+            program, evaluation = self.score(request, program, too_long)
             if copied is not None and copied[0] is None:  # the skeleton, as it was given
                 evaluation = ProgramEvaluation(
                     evaluation.score, evaluation.buggy,
