@@ -5,11 +5,12 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 
 from codeworld.synthesis import AssistConfig
 from codeworld.synthesis.cwmb import make_cwmb_world
-from codeworld.synthesis.relations import (find_done_rule, find_relations, find_reward_relation,
-                                           outcomes_text, relations_text)
+from codeworld.synthesis.relations import (angle_pairs, find_done_rule, find_relations,
+                                           find_reward_relation, outcomes_text, relations_text)
 from codeworld.synthesis.types import GENERATE, Request
 
 
@@ -257,6 +258,41 @@ def test_a_reward_formula_of_the_new_state_is_recovered():
                              atol=1e-8, rtol=1e-8)
     assert r is not None and r.exact == 1.0
     assert r.line().startswith("- reward = -new_x**2 - 0.1*new_v**2 - 0.01*action[0]**2")
+
+
+def test_a_reward_on_the_old_angle_held_as_its_cosine_and_sine_is_recovered_exactly():
+    # An environment built here: a pendulum whose state is (cos th, sin th, w), rewarded by a
+    # cost on the angle it started from, its speed and the torque. The new state alone gives an
+    # approximate fit; with the old state and its cosine-sine pair read as an angle, the exact one.
+    rng = np.random.default_rng(8)
+    n = 400
+    th, w = rng.uniform(-np.pi, np.pi, n), rng.uniform(-8, 8, n)
+    u = rng.uniform(-2, 2, size=(n, 1))
+    w2 = np.clip(w + 0.75 * np.sin(th) + 0.15 * u[:, 0], -8, 8)
+    th2 = th + 0.05 * w2
+    obs = np.column_stack([np.cos(th), np.sin(th), w])
+    nxt = np.column_stack([np.cos(th2), np.sin(th2), w2])
+    rewards = -(th ** 2 + 0.1 * w ** 2 + 0.001 * u[:, 0] ** 2)
+    names = ["c", "s", "w"]
+    new_only = find_reward_relation(nxt, u, rewards, names, discrete=False, n_actions=0,
+                                    atol=1e-6, rtol=1e-6)
+    assert new_only is None or new_only.exact < 0.5
+    found = find_reward_relation(nxt, u, rewards, names, discrete=False, n_actions=0,
+                                 atol=1e-6, rtol=1e-6, obs=obs)
+    assert found is not None and found.exact == 1.0
+    assert found.formula == "-math.atan2(s, c)**2 - 0.1*w**2 - 0.001*action[0]**2"
+    # the formula runs on the names the scaffold reads at the top of `step`
+    row = {"c": obs[0, 0], "s": obs[0, 1], "w": obs[0, 2], "action": u[0], "math": math}
+    assert eval(found.formula, row) == pytest.approx(rewards[0])
+
+
+def test_a_cosine_sine_pair_is_read_as_one_angle_and_nothing_else_is():
+    rng = np.random.default_rng(9)
+    th = rng.uniform(-np.pi, np.pi, 50)
+    x = np.column_stack([np.cos(th), rng.normal(size=50), np.sin(th), 0.5 * np.cos(th)])
+    columns, labels = angle_pairs(x, ["a", "b", "c", "d"])
+    assert labels == ["math.atan2(c, a)", "math.atan2(c, a)**2"]
+    assert np.allclose(columns[0], th)
 
 
 def test_without_structure_the_fits_are_plain_linear_ones():

@@ -70,6 +70,10 @@ class AssistConfig:
         beyond_steps: the length of those rollouts.
         compact_tables: the environment's description has its documentation's tables compacted
             (`codeworld.envs.descriptions.compact_tables`).
+        reward_from_old: the data section's reward formula may use the state the step started
+            from as well as the new one, and the angle of a cosine-sine pair of components
+            (`codeworld.synthesis.relations.angle_pairs`): a cost on an angle's size or on the
+            mean of two speeds becomes a term.
     """
 
     scaffold: bool = True
@@ -87,11 +91,13 @@ class AssistConfig:
     beyond_data: bool = True
     beyond_steps: int = 30
     compact_tables: bool = True
+    reward_from_old: bool = True
 
     # What a saved config without these (older) fields was made with.
     ABSENT_IN_OLDER_RUNS: ClassVar[dict] = {"relations": False, "structure": False,
                                             "form_from_data": False, "copies": False,
-                                            "beyond_data": False, "compact_tables": False}
+                                            "beyond_data": False, "compact_tables": False,
+                                            "reward_from_old": False}
 
     def __post_init__(self) -> None:
         if self.fit_seconds <= 0:

@@ -435,7 +435,8 @@ def make_cwmb_world(env_id: str, *, buffer: Any = None, mode: str = "sound",
     scaffold = build_scaffold(scorer.spec, description, rewards=buf.rewards,
                               states=np.concatenate([buf.obs, buf.next_obs])
                               if assist.form_from_data else None)
-    data, found = (_relations(scorer, scaffold.references, assist.structure)
+    data, found = (_relations(scorer, scaffold.references, assist.structure,
+                              assist.reward_from_old)
                    if assist.relations else ("", []))
     prompts = CwmbPrompts(description, scaffold if assist.scaffold else None, data,
                           starter_lines(found))
@@ -484,9 +485,11 @@ def make_run_world(run: Any, *, heldout_fraction: float | None = None,
     return world
 
 
-def _relations(scorer: Any, names, structure: bool = True) -> tuple[str, list]:
+def _relations(scorer: Any, names, structure: bool = True,
+               reward_from_old: bool = False) -> tuple[str, list]:
     """The prompt section of what the scorer's buffer shows: the fitted relations (in the
-    scorer's tolerances), the rewards and the episode ends; and the relations found."""
+    scorer's tolerances), the rewards and the episode ends; and the relations found.
+    ``reward_from_old``: the reward's formula may use the old state too."""
     import numpy as np
 
     from codeworld.scoring.scorer import tolerances
@@ -503,8 +506,10 @@ def _relations(scorer: Any, names, structure: bool = True) -> tuple[str, list]:
     if structure and len(np.unique(buf.rewards)) > 6:  # many values: a formula, where one fits
         reward = find_reward_relation(buf.next_obs, buf.actions, buf.rewards, names,
                                       discrete=spec.discrete, n_actions=spec.n_actions,
-                                      atol=tol.reward_atol, rtol=tol.reward_rtol)
+                                      atol=tol.reward_atol, rtol=tol.reward_rtol,
+                                      obs=buf.obs if reward_from_old else None)
         if reward is not None:
-            outcomes += (reward.line() + "  (`new_x` stands for the value x has after the "
-                         "step)\n")
+            outcomes += reward.line() + ("  (`new_x` is the value x has after the step, `x` the "
+                                         "value it had before)\n" if reward_from_old else
+                                         "  (`new_x` stands for the value x has after the step)\n")
     return relations_text(found, len(buf.obs), outcomes=outcomes), found

@@ -342,12 +342,42 @@ def _with_exceptions(relation: Relation, old: np.ndarray, truth: np.ndarray, ato
     return replace(relation, exceptions=tuple(exceptions), exact=exact, pred=fixed)
 
 
+def angle_pairs(x: np.ndarray, names, atol: float = 1e-6) -> tuple[list[np.ndarray], list[str]]:
+    """For each pair of real components whose squares sum to 1 on every row (the cosine and sine
+    of one angle), the angle ``math.atan2(second, first)`` and its square: a rule on an angle
+    that the state holds as its cosine and sine (a cost on the angle's size) is then a term of
+    the library. Built from the arrays alone; the first of the pair is read as the cosine (the
+    other order gives pi/2 minus the angle, which a fit of its square does not undo)."""
+    x = np.asarray(x, dtype=np.float64)
+    n, d = x.shape
+    columns: list[np.ndarray] = []
+    labels: list[str] = []
+    if d > _MAX_LIBRARY_DIM or n == 0:
+        return columns, labels
+    for j in range(d):
+        for m in range(j + 1, d):
+            a, b = x[:, j], x[:, m]
+            if not (np.ptp(a) and np.ptp(b)) or np.max(np.abs(a * a + b * b - 1.0)) > atol:
+                continue
+            angle = np.arctan2(b, a)
+            text = f"math.atan2({names[m]}, {names[j]})"
+            columns += [angle, angle * angle]
+            labels += [text, f"{text}**2"]
+    return columns, labels
+
+
 def find_reward_relation(next_obs: np.ndarray, actions: np.ndarray, rewards: np.ndarray,
                          names, *, discrete: bool, n_actions: int, atol: float, rtol: float,
-                         max_terms: int = 3, digits: int = 4) -> Relation | None:
+                         max_terms: int = 3, digits: int = 4,
+                         obs: np.ndarray | None = None) -> Relation | None:
     """A fit of the reward as a function of the new state (``new x``) and the action, with the
     same terms as the state's fits (`term_library`), or None where none is good. For rewards
-    with many values; a reward of a few values is listed value by value instead."""
+    with many values; a reward of a few values is listed value by value instead.
+
+    With ``obs`` (the states the steps started from), the old state's components, their terms
+    and the angles of their cosine-sine pairs (`angle_pairs`) are candidates too: a reward is
+    often a cost on where the step started (an angle's size, a speed) rather than where it
+    ended."""
     nxt = np.asarray(next_obs, dtype=np.float64)
     r = np.asarray(rewards, dtype=np.float64)
     n, d = nxt.shape
@@ -358,9 +388,17 @@ def find_reward_relation(next_obs: np.ndarray, actions: np.ndarray, rewards: np.
         np.asarray(actions), n, discrete, n_actions)
     columns = [nxt[:, j] for j in range(d)] + action_columns
     labels = new_names + action_labels
+    if obs is not None:
+        old = np.asarray(obs, dtype=np.float64)
+        columns += [old[:, j] for j in range(d) if np.ptp(old[:, j])]
+        labels += [names[j] for j in range(d) if np.ptp(old[:, j])]
     extra_columns, extra_labels = term_library(nxt, new_names, False)  # after the plain terms
     columns += extra_columns + [c ** 2 for c in action_columns]
     labels += extra_labels + [f"{label}**2" for label in action_labels]
+    if obs is not None:
+        for made in (term_library(old, list(names), False), angle_pairs(old, list(names))):
+            columns += made[0]
+            labels += made[1]
     if len(action_columns) > 1:  # a control cost is usually on the action's squared norm
         columns.append(np.sum(np.square(action_columns), axis=0))
         labels.append("np.sum(action**2)")
