@@ -49,13 +49,13 @@ def measure(env_id: str) -> dict | None:
     from codeworld.envs.descriptions import describe
     from codeworld.scoring import Scorer
     from codeworld.scoring.scorer import tolerances
-    from codeworld.synthesis.relations import find_reward_relation
+    from codeworld.synthesis.relations import MANY_REWARD_VALUES, find_reward_relation
     from codeworld.synthesis.scaffold import build_scaffold
 
     whole = Scorer(env_id, None, references=False)
     train, held = EpisodeSplit.draw(whole.buffer, HELDOUT_FRACTION, 0).parts(whole.buffer)
     spec, tol = whole.spec, tolerances(whole.spec, "sound")
-    if len(np.unique(train.rewards)) <= 6:  # listed value by value, as in the prompts
+    if len(np.unique(train.rewards)) <= MANY_REWARD_VALUES:  # listed value by value, as in prompts
         return None
     names = build_scaffold(spec, describe(spec.env_id), rewards=train.rewards,
                            states=np.concatenate([train.obs, train.next_obs])).references

@@ -10,7 +10,6 @@ completion's `Completion.text` is only the new text, and `Completion.full_text` 
 from __future__ import annotations
 
 import re
-
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Protocol
 

@@ -493,8 +493,9 @@ def _relations(scorer: Any, names, structure: bool = True,
     import numpy as np
 
     from codeworld.scoring.scorer import tolerances
-    from codeworld.synthesis.relations import (find_relations, find_reward_relation,
-                                               outcomes_text, relations_text)
+    from codeworld.synthesis.relations import (MANY_REWARD_VALUES, find_relations,
+                                               find_reward_relation, outcomes_text,
+                                               relations_text)
 
     spec, buf = scorer.spec, scorer.buffer
     tol = tolerances(spec, scorer.mode)
@@ -503,7 +504,7 @@ def _relations(scorer: Any, names, structure: bool = True,
                            mask=~np.asarray(buf.terminated, dtype=bool), structure=structure)
     outcomes = outcomes_text(buf.obs, buf.actions, buf.next_obs, buf.rewards, buf.terminated,
                              discrete=spec.discrete, names=names, n_actions=spec.n_actions)
-    if structure and len(np.unique(buf.rewards)) > 6:  # many values: a formula, where one fits
+    if structure and len(np.unique(buf.rewards)) > MANY_REWARD_VALUES:  # a formula, where one fits
         reward = find_reward_relation(buf.next_obs, buf.actions, buf.rewards, names,
                                       discrete=spec.discrete, n_actions=spec.n_actions,
                                       atol=tol.reward_atol, rtol=tol.reward_rtol,

@@ -30,6 +30,7 @@ _MIN_EXPLAINED = 0.9    # else it must explain this much of the change's varianc
 _MAX_CANDIDATES = 24    # terms tried at each step, pre-selected by correlation with the residual
 _MAX_LIBRARY_DIM = 16   # states up to this size get the nonlinear terms (sin, cos, squares, ...)
 _MAX_PRODUCT_DIM = 8    # ... and pairwise products up to this size
+MANY_REWARD_VALUES = 6  # a reward of more distinct values than this gets a formula, not a list
 _MAX_EXCEPTION_VALUES = 16  # an exception lists at most this many values
 
 

@@ -26,6 +26,8 @@ from codeworld.synthesis.types import (FIX, ChatModel, Evaluator, Outcome, Progr
 
 # The finish reason recorded for a call whose prompt did not fit the model's context window.
 PROMPT_TOO_LONG = "prompt_too_long"
+TOO_LONG_FEEDBACK = ("The request for this program was longer than the model's context window, "
+                     "so no answer was asked for.")
 NO_CODE_FEEDBACK = ("The answer contained no Python program to run: answer with the whole "
                     "corrected program in one ```python code block.")
 
@@ -239,7 +241,7 @@ class _Calls:
         t0 = time.perf_counter()
         if too_long is not None:
             # the request is kept as it was: a fix of it sees the program and error it was given
-            feedback = request.feedback or NO_CODE_FEEDBACK
+            feedback = request.feedback or TOO_LONG_FEEDBACK
             evaluation = ProgramEvaluation(0.0, True, feedback, None,
                                            {"status": PROMPT_TOO_LONG, "message": too_long})
         elif program is None:
