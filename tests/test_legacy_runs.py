@@ -85,7 +85,7 @@ def test_a_legacy_run_replays_without_an_llm_call_and_with_the_same_scores(legac
                                              "form_from_data": False, "copies": False,
                                              "beyond_data": False, "beyond_steps": 30,
                                              "structure": False, "compact_tables": False,
-                                             "reward_from_old": False}
+                                             "reward_from_old": False, "angles": False}
     # a run saved before runs were split keeps its whole buffer (so it replays), and says so
     assert after.pop("split")["heldout_episodes"] == [] and "split" not in before
     assert after == before  # status back to finished; config, created and version kept
@@ -107,7 +107,7 @@ def test_a_legacy_run_resumes_with_more_budget(legacy_run, tmp_path, capsys):
     after = json.loads((legacy_run / "run.json").read_text())
     assert after["budget"] == 3 and after["status"] == "finished"
     for added_later in ("relations", "structure", "form_from_data", "copies", "beyond_data",
-                       "compact_tables", "reward_from_old"):
+                       "compact_tables", "reward_from_old", "angles"):
         assert after["config"]["assist"].pop(added_later) is False
     after["config"]["assist"].pop("beyond_steps")
     assert {k: after[k] for k in ("method", "env_id", "seed", "config", "created", "codeworld_version")} \

@@ -375,3 +375,17 @@ def test_a_killed_parent_takes_its_worker_with_it_and_its_folder_is_cleaned_late
     with Sandbox() as box:  # the next sandbox to start removes it
         assert box.start().ok
     assert not os.path.exists(workdir)
+
+
+def test_a_compiling_load_may_take_longer_than_a_step_may():
+    # Compiling with Numba takes seconds no step takes; a short per-step limit must not fail the load.
+    slow = "import time\n_begin = time.monotonic()\nwhile time.monotonic() - _begin < 1.5:\n    pass\n"
+    worker = ModelWorker(_model("return state + 1.0, 0.0, False", header=slow), discrete=True, compile=True,
+                         limits=SandboxLimits(timeout_s=1.0, preload_numba=True))
+    try:
+        assert worker.load().ok
+        pred = worker.predict(STATES, ACTIONS)
+        assert pred.ok
+        np.testing.assert_array_equal(pred.next_states, STATES + 1.0)
+    finally:
+        worker.close()

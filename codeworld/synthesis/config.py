@@ -74,6 +74,9 @@ class AssistConfig:
             from as well as the new one, and the angle of a cosine-sine pair of components
             (`codeworld.synthesis.relations.angle_pairs`): a cost on an angle's size or on the
             mean of two speeds becomes a term.
+        angles: the data section may fit a cosine-sine pair of components through their angle
+            (`codeworld.synthesis.relations.cos_sin_pairs`): the angle's change, each component
+            the cosine or sine of the new angle.
     """
 
     scaffold: bool = True
@@ -92,12 +95,13 @@ class AssistConfig:
     beyond_steps: int = 30
     compact_tables: bool = True
     reward_from_old: bool = True
+    angles: bool = True
 
     # What a saved config without these (older) fields was made with.
     ABSENT_IN_OLDER_RUNS: ClassVar[dict] = {"relations": False, "structure": False,
                                             "form_from_data": False, "copies": False,
                                             "beyond_data": False, "compact_tables": False,
-                                            "reward_from_old": False}
+                                            "reward_from_old": False, "angles": False}
 
     def __post_init__(self) -> None:
         if self.fit_seconds <= 0:

@@ -436,7 +436,7 @@ def make_cwmb_world(env_id: str, *, buffer: Any = None, mode: str = "sound",
                               states=np.concatenate([buf.obs, buf.next_obs])
                               if assist.form_from_data else None)
     data, found = (_relations(scorer, scaffold.references, assist.structure,
-                              assist.reward_from_old)
+                              assist.reward_from_old, assist.angles)
                    if assist.relations else ("", []))
     prompts = CwmbPrompts(description, scaffold if assist.scaffold else None, data,
                           starter_lines(found))
@@ -486,10 +486,11 @@ def make_run_world(run: Any, *, heldout_fraction: float | None = None,
 
 
 def _relations(scorer: Any, names, structure: bool = True,
-               reward_from_old: bool = False) -> tuple[str, list]:
+               reward_from_old: bool = False, angles: bool = False) -> tuple[str, list]:
     """The prompt section of what the scorer's buffer shows: the fitted relations (in the
     scorer's tolerances), the rewards and the episode ends; and the relations found.
-    ``reward_from_old``: the reward's formula may use the old state too."""
+    ``reward_from_old``: the reward's formula may use the old state too; ``angles``: a
+    cosine-sine pair may be fitted through its angle."""
     import numpy as np
 
     from codeworld.scoring.scorer import tolerances
@@ -501,7 +502,8 @@ def _relations(scorer: Any, names, structure: bool = True,
     tol = tolerances(spec, scorer.mode)
     found = find_relations(buf.obs, buf.actions, buf.next_obs, names, discrete=spec.discrete,
                            n_actions=spec.n_actions, atol=tol.state_atol, rtol=tol.state_rtol,
-                           mask=~np.asarray(buf.terminated, dtype=bool), structure=structure)
+                           mask=~np.asarray(buf.terminated, dtype=bool), structure=structure,
+                           angles=angles)
     outcomes = outcomes_text(buf.obs, buf.actions, buf.next_obs, buf.rewards, buf.terminated,
                              discrete=spec.discrete, names=names, n_actions=spec.n_actions)
     if structure and len(np.unique(buf.rewards)) > MANY_REWARD_VALUES:  # a formula, where one fits

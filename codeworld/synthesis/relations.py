@@ -131,7 +131,8 @@ def term_library(x: np.ndarray, names, integer: bool,
 def find_relations(obs: np.ndarray, actions: np.ndarray, next_obs: np.ndarray, names, *,
                    discrete: bool, n_actions: int, atol: float, rtol: float,
                    mask: np.ndarray | None = None, max_terms: int = 3,
-                   digits: int = 4, structure: bool = True) -> list[Relation]:
+                   digits: int = 4, structure: bool = True,
+                   angles: bool = False) -> list[Relation]:
     """Sparse linear fits of each component's change (see the module docstring).
 
     Args:
@@ -144,6 +145,9 @@ def find_relations(obs: np.ndarray, actions: np.ndarray, next_obs: np.ndarray, n
         max_terms: at most this many terms besides the intercept.
         digits: significant digits the coefficients are rounded to.
         structure: also the term library, clips, wraps and exceptions (else plain linear fits).
+        angles: (with `structure`) a cosine-sine pair of components (`cos_sin_pairs`) may be
+            fitted through its angle: the change of ``atan2(sine, cosine)``, each component the
+            cosine or the sine of the new angle, where that is right more often.
 
     Returns:
         One `Relation` per component, in component order, whose fit is right on at least half
@@ -167,7 +171,7 @@ def find_relations(obs: np.ndarray, actions: np.ndarray, next_obs: np.ndarray, n
     columns += extra_columns
     labels += extra_labels
     candidates = np.stack(columns, axis=1) if columns else np.zeros((n, 0))
-    relations = []
+    relations: dict[int, Relation] = {}
     for i in range(d):
         y = y_next[:, i] - x[:, i]
         fit = (i, names[i], x[:, i], y, y_next[:, i], intercept, seen, candidates, labels,
@@ -180,8 +184,12 @@ def find_relations(obs: np.ndarray, actions: np.ndarray, next_obs: np.ndarray, n
         if structure and relation is not None and integer and relation.exact < 1.0:
             relation = _with_exceptions(relation, x[:, i], y_next[:, i], atol, rtol, names[i])
         if relation is not None:
-            relations.append(relation)
-    return relations
+            relations[i] = relation
+    if structure and angles and not integer:
+        for pair in cos_sin_pairs(x):
+            _angle_pair(relations, pair, x, y_next, (intercept, seen, candidates, labels, integer,
+                                                     atol, rtol, max_terms, digits), names)
+    return [relations[i] for i in sorted(relations)]
 
 
 def _action_terms(a: np.ndarray, n: int, discrete: bool, n_actions: int):
@@ -350,21 +358,55 @@ def angle_pairs(x: np.ndarray, names, atol: float = 1e-6) -> tuple[list[np.ndarr
     the library. Built from the arrays alone; the first of the pair is read as the cosine (the
     other order gives pi/2 minus the angle, which a fit of its square does not undo)."""
     x = np.asarray(x, dtype=np.float64)
-    n, d = x.shape
     columns: list[np.ndarray] = []
     labels: list[str] = []
-    if d > _MAX_LIBRARY_DIM or n == 0:
-        return columns, labels
-    for j in range(d):
-        for m in range(j + 1, d):
-            a, b = x[:, j], x[:, m]
-            if not (np.ptp(a) and np.ptp(b)) or np.max(np.abs(a * a + b * b - 1.0)) > atol:
-                continue
-            angle = np.arctan2(b, a)
-            text = f"math.atan2({names[m]}, {names[j]})"
-            columns += [angle, angle * angle]
-            labels += [text, f"{text}**2"]
+    for j, m in cos_sin_pairs(x, atol):
+        angle = np.arctan2(x[:, m], x[:, j])
+        text = f"math.atan2({names[m]}, {names[j]})"
+        columns += [angle, angle * angle]
+        labels += [text, f"{text}**2"]
     return columns, labels
+
+
+def cos_sin_pairs(x: np.ndarray, atol: float = 1e-6) -> list[tuple[int, int]]:
+    """The pairs ``(j, m)``, ``j < m``, of real components that vary and whose squares sum to 1
+    on every row: the cosine and the sine of one angle (states of at most `_MAX_LIBRARY_DIM`)."""
+    x = np.asarray(x, dtype=np.float64)
+    n, d = x.shape
+    if d > _MAX_LIBRARY_DIM or n == 0:
+        return []
+    return [(j, m) for j in range(d) for m in range(j + 1, d)
+            if np.ptp(x[:, j]) and np.ptp(x[:, m])
+            and np.max(np.abs(x[:, j] ** 2 + x[:, m] ** 2 - 1.0)) <= atol]
+
+
+def _angle_pair(relations: dict, pair: tuple[int, int], x: np.ndarray, y_next: np.ndarray,
+                fit: tuple, names) -> None:
+    """For a cosine-sine pair of components, a fit of the change of their angle (unwrapped), each
+    component then the cosine or sine of the new angle: the rule of a pendulum's state, which no
+    fit of the cosine's or the sine's own change gets right. Replaces a component's relation
+    in `relations` (by index) when it is right on more transitions."""
+    j, m = pair
+    intercept, seen, candidates, labels, integer, atol, rtol, max_terms, digits = fit
+    angle = np.arctan2(x[:, m], x[:, j])
+    change = (np.arctan2(y_next[:, m], y_next[:, j]) - angle + np.pi) % (2 * np.pi) - np.pi
+    text = f"math.atan2({names[m]}, {names[j]})"
+    found = _relation(-1, text, angle, change, angle + change, intercept, seen, candidates, labels,
+                      False, atol, rtol, max_terms, digits)
+    if found is None or found.pred is None:
+        return
+    for i, wave, fn in ((j, np.cos, "math.cos"), (m, np.sin, "math.sin")):
+        pred, truth = wave(found.pred), y_next[:, i]
+        exact = float(np.mean(values_close(pred, truth, atol, rtol)))
+        current = relations.get(i)
+        if current is not None and exact <= current.exact:
+            continue
+        y = truth - x[:, i]
+        sst = float(((y - y.mean()) ** 2).sum())
+        explained = 1.0 if sst <= 1e-12 else max(0.0, 1.0 - float(((truth - pred) ** 2).sum()) / sst)
+        if exact < _MIN_EXACT and explained < _MIN_EXPLAINED:
+            continue
+        relations[i] = Relation(i, names[i], f"{fn}({found.formula})", explained, exact, pred=pred)
 
 
 def find_reward_relation(next_obs: np.ndarray, actions: np.ndarray, rewards: np.ndarray,
