@@ -189,6 +189,27 @@ def test_a_model_that_fails_beyond_the_recorded_states_goes_to_fix():
     assert not evaluator.evaluate(MODEL.read_text()).buggy  # the true model runs everywhere
 
 
+def test_the_rollouts_beyond_the_data_go_as_far_as_the_planner_looks_ahead():
+    # Right on every recorded transition, but it raises once the pole has turned past 4 radians:
+    # a random rollout reaches that after 30 steps and before 100, the planner's lookahead.
+    fragile = MODEL.read_text().replace(
+        "    x, x_dot, theta, theta_dot = state[0], state[1], state[2], state[3]\n",
+        "    x, x_dot, theta, theta_dot = state[0], state[1], state[2], state[3]\n"
+        "    if abs(theta) > 4.0:\n"
+        "        raise ValueError('the pole has turned too far')\n")
+    assert fragile != MODEL.read_text()
+
+    def evaluate(**assist):
+        return make_cwmb_world("CartPole-v1", assist=AssistConfig(fit_constants=False, **assist)
+                               ).evaluator.evaluate(fragile)
+
+    short = evaluate(beyond_steps=30)  # the old default
+    assert not short.buggy and short.score == 1.0
+    planned = evaluate()
+    assert planned.buggy and planned.report["stage"] == "beyond_data"
+    assert "the pole has turned too far" in planned.feedback
+
+
 CLIFF = """
 import numpy as np
 

@@ -94,7 +94,7 @@ def test_synthesize_writes_the_keys_it_wrote_before(tmp_path):
     for added_since in ("relations", "structure", "form_from_data", "copies", "beyond_data",
                         "compact_tables", "reward_from_old", "angles"):
         assert data["config"]["assist"].pop(added_since) is True
-    assert data["config"]["assist"].pop("beyond_steps") == 30
+    assert data["config"]["assist"].pop("beyond_steps") is None  # the planner's lookahead
     assert {k: data[k] for k in ("method", "env_id", "seed", "mode", "buffer", "timeout_s",
                                  "config", "status")} \
         == {k: before[k] for k in ("method", "env_id", "seed", "mode", "buffer", "timeout_s",

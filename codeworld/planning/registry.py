@@ -115,6 +115,17 @@ def config_from_dict(data: dict):
     return make_config(data.pop("planner"), **data)
 
 
+def lookahead(config, default: int = 30) -> int:
+    """How many steps ahead of the real state a planner with `config` steps its model: a
+    sequence's ``horizon`` (CEM) or a rollout's ``rollout_depth`` (MCTS); `default` for a
+    planner that names neither."""
+    for name in ("horizon", "rollout_depth"):
+        value = getattr(config, name, None)
+        if isinstance(value, int) and value > 0:
+            return value
+    return default
+
+
 # Fields that change how fast a plan is made, not which plan: left out of cache keys.
 SPEED_ONLY_FIELDS = frozenset({"threads"})
 

@@ -67,7 +67,9 @@ class AssistConfig:
             planning will take it (every recorded state with every action, or with sampled
             actions, and rollouts from the recorded first states); one that raises or returns
             a non-finite value there goes to *fix*.
-        beyond_steps: the length of those rollouts.
+        beyond_steps: the length of those rollouts; None: as far as the environment's planner
+            looks ahead (`codeworld.planning.registry.lookahead`), since a model that leaves the
+            finite numbers within that many steps fails the plan.
         compact_tables: the environment's description has its documentation's tables compacted
             (`codeworld.envs.descriptions.compact_tables`).
         reward_from_old: the data section's reward formula may use the state the step started
@@ -92,7 +94,7 @@ class AssistConfig:
     form_from_data: bool = True
     copies: bool = True
     beyond_data: bool = True
-    beyond_steps: int = 30
+    beyond_steps: int | None = None
     compact_tables: bool = True
     reward_from_old: bool = True
     angles: bool = True
@@ -100,12 +102,15 @@ class AssistConfig:
     # What a saved config without these (older) fields was made with.
     ABSENT_IN_OLDER_RUNS: ClassVar[dict] = {"relations": False, "structure": False,
                                             "form_from_data": False, "copies": False,
-                                            "beyond_data": False, "compact_tables": False,
+                                            "beyond_data": False, "beyond_steps": 30,
+                                            "compact_tables": False,
                                             "reward_from_old": False, "angles": False}
 
     def __post_init__(self) -> None:
         if self.fit_seconds <= 0:
             raise ValueError("fit_seconds must be positive")
+        if self.beyond_steps is not None and self.beyond_steps < 1:
+            raise ValueError("beyond_steps must be at least 1 (or None: the planner's lookahead)")
         if self.smoke_transitions < 1:
             raise ValueError("smoke_transitions must be at least 1")
         if self.summary_tokens < 50:

@@ -309,9 +309,10 @@ class ScorerEvaluator(Evaluator):
     def beyond_data(self, worker: Any) -> dict | None:
         """Step the program where planning will take it, beyond the recorded transitions: every
         recorded state (at most 2,000) with every discrete action (or 4 actions drawn from the
-        box), then rollouts of `AssistConfig.beyond_steps` steps with random actions from the
-        recorded first states (at most 16). None when it runs and stays finite everywhere;
-        else the failure: status, message, line, and the state and action it failed on."""
+        box), then rollouts of `AssistConfig.beyond_steps` steps (default: as far as the env's
+        planner looks ahead) with random actions from the recorded first states (at most 16).
+        None when it runs and stays finite everywhere; else the failure: status, message, line,
+        and the state and action it failed on."""
         spec, buf = self.scorer.spec, self.scorer.buffer
         rng = np.random.default_rng(0)
         states = np.unique(buf.obs, axis=0)
@@ -355,7 +356,12 @@ class ScorerEvaluator(Evaluator):
         if failure is not None:
             return failure
         starts = np.unique(buf.obs[np.unique(buf.episode_start)], axis=0)[:16]
-        for _ in range(int(self.assist.beyond_steps)):
+        steps = self.assist.beyond_steps
+        if steps is None:
+            from codeworld.planning.registry import lookahead, make_config
+
+            steps = lookahead(make_config(spec.planner))
+        for _ in range(int(steps)):
             failure, starts = check(starts, actions_for(len(starts), every=False))
             if failure is not None:
                 return failure
