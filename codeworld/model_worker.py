@@ -22,9 +22,6 @@ from codeworld.sandbox.ops import OpFailure
 # One program's run over a whole replay buffer: the default limit of a `ModelWorker` request
 # (scoring, the constant fit's held-out passes, synthesis and its jobs name it as theirs).
 PROGRAM_TIMEOUT_S = 60.0
-# A load that compiles the program with Numba takes seconds that no step takes (more on a busy
-# machine), so it gets at least this long even under a short per-step limit.
-COMPILE_TIMEOUT_S = 60.0
 
 
 # -- the worker side ----------------------------------------------------------------------------
@@ -184,7 +181,8 @@ class ModelWorker:
         discrete: whether actions are integers.
         compile: try Numba compilation (a functional model only).
         limits: sandbox limits (default: `PROGRAM_TIMEOUT_S` per request, Numba preloaded when
-            compiling). A compiling load gets at least `COMPILE_TIMEOUT_S`.
+            compiling). A compiling load gets at least `PROGRAM_TIMEOUT_S`: Numba takes seconds
+            that no step takes.
     """
 
     def __init__(self, source: str, *, discrete: bool, compile: bool = True,
@@ -202,8 +200,8 @@ class ModelWorker:
         if self.load_result is not None and self.load_result.ok and self.sandbox.alive:
             return self.load_result
         timeout_s = self.sandbox.limits.timeout_s
-        if self.compile:
-            timeout_s = max(timeout_s, COMPILE_TIMEOUT_S)
+        if self.compile:  # compiling takes seconds no step takes, more on a busy machine
+            timeout_s = max(timeout_s, PROGRAM_TIMEOUT_S)
         result = self.sandbox.call(op_load, timeout_s=timeout_s, source=self.source, discrete=self.discrete,
                                    compile=self.compile)
         if result.ok and type(result.value) is not dict:

@@ -187,8 +187,10 @@ def find_relations(obs: np.ndarray, actions: np.ndarray, next_obs: np.ndarray, n
             relations[i] = relation
     if structure and angles and not integer:
         for pair in cos_sin_pairs(x):
-            _angle_pair(relations, pair, x, y_next, (intercept, seen, candidates, labels, integer,
-                                                     atol, rtol, max_terms, digits), names)
+            if all(i in relations and relations[i].exact >= 1.0 for i in pair):
+                continue  # both already right everywhere
+            _angle_pair(relations, pair, x, y_next, (intercept, seen, candidates, labels, atol,
+                                                     rtol, max_terms, digits), names)
     return [relations[i] for i in sorted(relations)]
 
 
@@ -387,7 +389,7 @@ def _angle_pair(relations: dict, pair: tuple[int, int], x: np.ndarray, y_next: n
     fit of the cosine's or the sine's own change gets right. Replaces a component's relation
     in `relations` (by index) when it is right on more transitions."""
     j, m = pair
-    intercept, seen, candidates, labels, integer, atol, rtol, max_terms, digits = fit
+    intercept, seen, candidates, labels, atol, rtol, max_terms, digits = fit
     angle = np.arctan2(x[:, m], x[:, j])
     change = (np.arctan2(y_next[:, m], y_next[:, j]) - angle + np.pi) % (2 * np.pi) - np.pi
     text = f"math.atan2({names[m]}, {names[j]})"
