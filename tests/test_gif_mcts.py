@@ -211,3 +211,47 @@ def test_a_wave_never_exceeds_the_requested_size():
     search = GifMcts(GifMctsConfig(parallel=4))
     assert len(search.propose(3)) == 3
     assert [n.action for n in search.nodes[1:]] == [GENERATE] * 3  # the root's only option
+
+
+def _requests_when_improvements_stall(config: GifMctsConfig, calls: int = 10) -> list:
+    """The requests of a search whose first program scores 0.8, whose improvements all give back
+    its score (the small model's habit of answering with the program it was shown), and whose
+    later generates all score 0.3."""
+    search = GifMcts(config, seed=0)
+    requests = [step(search, fake_program(0.8, tag="first"))]
+    for k in range(calls - 1):
+        [request] = search.propose(1)
+        score = 0.8 if request.action == IMPROVE else 0.3
+        program = fake_program(score, tag=f"call {k}")
+        search.apply(request, Outcome(program, EVAL.evaluate(program)))
+        requests.append(request)
+    return requests, search
+
+
+def test_improvements_that_stall_twice_make_the_search_ask_something_else():
+    requests, search = _requests_when_improvements_stall(GifMctsConfig())
+    improves = [r for r in requests if r.action == IMPROVE]
+    # node 1 is improved and the answer stalls; that answer is a stalled improvement of node 1, so
+    # one more stall on either closes improve on both; then the calls go to generate
+    assert len(improves) == 2
+    stalled = [search.node_of(r).id for r in improves]
+    assert all(search.stalls(n) == 2 for n in [1, *stalled])
+    assert not any(IMPROVE in search.open_actions(n) for n in [1, *stalled])
+    assert [r.action for r in requests[3:]].count(GENERATE) >= 5
+    # a program from a generate that did not stall may still be improved
+    assert any(IMPROVE in search.open_actions(n.id) for n in search.nodes[1:]
+               if n.action == GENERATE and n.id != 1)
+    # the paper's rule (no limit) keeps improving the 0.8 program
+    paper, _ = _requests_when_improvements_stall(GifMctsConfig(stall_limit=None))
+    assert sum(r.action == IMPROVE for r in paper) >= 8
+
+
+def test_a_run_saved_before_the_stall_limit_has_none():
+    from codeworld.synthesis.registry import config_from_json, config_to_json
+
+    saved = config_to_json(GifMctsConfig())
+    assert saved["stall_limit"] == 2
+    del saved["stall_limit"]
+    assert config_from_json(GifMctsConfig, saved).stall_limit is None
+    with pytest.raises(ValueError, match="stall_limit"):
+        GifMctsConfig(stall_limit=0)

@@ -289,7 +289,8 @@ def test_improve_requests_after_no_progress_say_so():
     from codeworld.synthesis import GifMctsConfig
     from codeworld.synthesis.types import IMPROVE, Outcome, ProgramEvaluation
 
-    search = GifMcts(GifMctsConfig(allow_generate=False), seed=0)
+    # no stall limit: the improvements go on, and each later one carries the note
+    search = GifMcts(GifMctsConfig(allow_generate=False, stall_limit=None), seed=0)
     summary = "Over all 10 recorded transitions, the program is wrong on 5 (50%)."
     notes = []
     for _ in range(8):

@@ -28,6 +28,12 @@ The rules, as implemented here:
 * **Parallel waves.** With ``parallel = k`` the search selects ``k`` expansions before any
   returns; each selected one is a pending child counting one visit at ``virtual_loss``, which
   steers the later selections of the wave elsewhere. With ``k = 1`` this is the paper's loop.
+* **Stalls.** An improvement that leaves the score of the program it improved where it was
+  (a copy of it, or the same program reworded) *stalled*. Once ``stall_limit`` improvements of
+  one program have stalled, counting those of the programs linked to it by stalled improvements
+  (the same program as far as the score can tell), none of them offers *improve* again: asking again buys the same answer, and the calls go to
+  *generate* and to other programs instead. (Not in the paper, whose large models rarely answer
+  an improve with the program they were shown; ``stall_limit = None`` is its rule.)
 * **Stop** when a program scores at least ``1 - perfect_tolerance``.
 """
 
@@ -35,6 +41,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 
@@ -70,6 +77,9 @@ class GifMctsConfig:
             paper's sequential algorithm.
         virtual_loss: the value a pending expansion counts with while its call runs.
         perfect_tolerance: the search stops once a program scores at least ``1 - tolerance``.
+        stall_limit: a program offers no more *improve* once this many improvements of it (and
+            of the program it is a stalled improvement of) left its score where it was; None: no
+            limit, the paper's rule (see Stalls in the module docstring).
         sampling: sampling settings of every call.
         assist: scaffold, checks and repairs, error summaries (shared by every method).
     """
@@ -88,8 +98,12 @@ class GifMctsConfig:
     parallel: int = 1
     virtual_loss: float = 0.0
     perfect_tolerance: float = 1e-6
+    stall_limit: int | None = 2
     sampling: SamplingConfig = field(default_factory=SamplingConfig)
     assist: AssistConfig = field(default_factory=AssistConfig)
+
+    # What a saved config without these (older) fields was made with.
+    ABSENT_IN_OLDER_RUNS: ClassVar[dict] = {"stall_limit": None}
 
     def __post_init__(self) -> None:
         if len(self.bug_values) != self.fix_limit + 1:
@@ -99,6 +113,8 @@ class GifMctsConfig:
             raise ValueError("parallel must be at least 1")
         if self.lines_per_generate < 0:
             raise ValueError("lines_per_generate must be non-negative")
+        if self.stall_limit is not None and self.stall_limit < 1:
+            raise ValueError("stall_limit must be at least 1 (or None: no limit)")
 
 
 # The paper's Table 6: one kind of GIF-MCTS action switched off.
@@ -269,7 +285,8 @@ class GifMcts:
         actions = []
         if cfg.allow_generate:
             actions.append(GENERATE)
-        if cfg.allow_improve:
+        if cfg.allow_improve and (cfg.stall_limit is None
+                                  or self.stalls(node_id) < cfg.stall_limit):
             actions.append(IMPROVE)
         return actions
 
@@ -385,6 +402,20 @@ class GifMcts:
         parent = self.nodes[node.parent]
         return not node.pending and made_no_progress(node.action, node.buggy, node.score,
                                                      parent.buggy, parent.score)
+
+    def stalls(self, node_id: int) -> int:
+        """Stalled improvements of a program, counted over every program that is the same as far
+        as the score can tell: the chain of stalled improvements it belongs to."""
+        base = node_id
+        while base != 0 and self.stalled(self.nodes[base]):
+            base = self.nodes[base].parent
+        count, frontier = 0, [base]
+        while frontier:
+            for child in self.nodes[frontier.pop()].children:
+                if self.stalled(self.nodes[child]):
+                    count += 1
+                    frontier.append(child)
+        return count
 
     def _improve_feedback(self, parent: Node) -> str:
         """The feedback of an improve request at `parent`: its own, and a note when earlier
