@@ -173,3 +173,22 @@ def test_an_agent_rewrite_is_told_what_the_mission_names_and_that_nothing_was_re
     assert "No recorded step has completed a mission yet" not in llm.prompts[0]  # no data yet
     later = [p for p in llm.prompts[1:] if "No recorded step has completed a mission yet" in p]
     assert later and "- state[\"targets\"]" in later[0]
+
+
+def test_a_reward_that_reads_the_transitions_local_name_reads_its_next_state_parameter():
+    program = ("import copy\n\ndef transition(state, action):\n    new = copy.deepcopy(state)\n"
+               "    if action == 1:\n        new[\"mode\"] = \"walk\"\n    return new\n\n"
+               "def reward(state, action, after, mission):\n"
+               "    if new[\"mode\"] == \"walk\" and new[\"held\"] is not None:\n"
+               "        return 1.0, True\n    return 0.0, False\n")
+    assert any("'new'" in p.message for p in object_problems(program, state_schema(STATES)))
+    fixed, repairs = repair(program, "", ("transition", "reward"))
+    assert [(r.kind, r.line) for r in repairs] == [("borrowed_result", 10)]
+    assert 'if after["mode"] == "walk" and after["held"] is not None:' in fixed
+    assert "    new = copy.deepcopy(state)\n" in fixed and "    return new\n" in fixed
+    assert object_problems(fixed, state_schema(STATES)) == []
+    # a name the reward defines itself, or the CWMB contract, is left alone
+    own = program.replace("def reward(state, action, after, mission):\n",
+                          "def reward(state, action, after, mission):\n    new = after\n")
+    assert repair(own, "", ("transition", "reward"))[1] == []
+    assert all(r.kind != "borrowed_result" for r in repair(program)[1])

@@ -37,7 +37,8 @@ class Repair:
     Attributes:
         kind: ``"missing_import"``, ``"state_alone"``, ``"state_as_array"``, ``"reward_as_float"``,
             ``"done_as_bool"``, ``"float_state_dtype"``, ``"result_default"``,
-            ``"next_state_default"``, ``"merged_into_parent"`` or ``"int_index"``.
+            ``"next_state_default"``, ``"merged_into_parent"``, ``"int_index"`` or
+            ``"borrowed_result"``.
         line: the line it changed (in the program before the repair).
         detail: what was done, in words.
     """
@@ -63,7 +64,10 @@ def repair(source: str, parent: str = "", functions: tuple[str, ...] | None = No
             returns the next state alone first (e.g. ``("transition", "reward")``); None for the
             CWMB contract (``step`` or ``class Environment``). The repairs of ``step``'s returns
             apply to that contract alone; with ``functions``, a tuple returned by the first one
-            is cut to its first item (the state; the reward and done come from the second).
+            is cut to its first item (the state; the reward and done come from the second), and
+            the others, which take the state, the action and the next state as their first
+            three parameters, read the first one's result through that parameter where they
+            used its local name (`_repair_borrowed_result`).
 
     A program that does not parse is returned as it is.
     """
@@ -73,6 +77,8 @@ def repair(source: str, parent: str = "", functions: tuple[str, ...] | None = No
         repairs += done
     if functions is not None:
         source, done = _repair_state_alone(source, functions[0])
+        repairs += done
+        source, done = _repair_borrowed_result(source, functions)
         repairs += done
     source, done = _repair_returns(source)
     repairs += done
@@ -564,3 +570,58 @@ def _repair_state_alone(source: str, name: str) -> tuple[str, list[Repair]]:
         return source, []
     return _apply_edits(source, edits), [e[2] for e in edits]
 
+
+
+def _repair_borrowed_result(source: str, functions: tuple[str, ...]) -> tuple[str, list[Repair]]:
+    """A name that the first function builds and returns (``new = copy.deepcopy(state) ...
+    return new``), used but never defined in another function of the contract, which gets that
+    result as its third parameter: each use reads the parameter instead. (Written as one
+    function, the answer would have been right; split in two, the name is unbound.)"""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return source, []
+    defs = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+    first = defs.get(functions[0])
+    if first is None:
+        return source, []
+    from codeworld.synthesis.checks import own_nodes
+
+    first_params = {a.arg for a in first.args.args}
+    results = {n.value.id for n in own_nodes(first) if isinstance(n, ast.Return)
+               and isinstance(n.value, ast.Name) and n.value.id not in first_params}
+    module_names = {name for node in tree.body for name in _defined_names(node)}
+    module_names |= {alias.asname or alias.name.split(".")[0] for node in tree.body
+                     if isinstance(node, (ast.Import, ast.ImportFrom)) for alias in node.names}
+    edits = []
+    for name in functions[1:]:
+        fn = defs.get(name)
+        if fn is None or len(fn.args.args) < 3:
+            continue
+        param = fn.args.args[2].arg
+        known = ({a.arg for a in fn.args.args} | module_names
+                 | {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)
+                    and isinstance(n.ctx, (ast.Store, ast.Del))}
+                 | {n.name for n in ast.walk(fn) if isinstance(n, _DEFINITIONS) and n is not fn}
+                 | {a.arg for n in ast.walk(fn) if isinstance(n, ast.Lambda) for a in n.args.args})
+        for node in ast.walk(fn):
+            if (isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)
+                    and node.id in results and node.id not in known):
+                edits.append((node, param, Repair(
+                    "borrowed_result", node.lineno,
+                    f"`{node.id}` in {name} is what {functions[0]} returns: {name} reads it as "
+                    f"`{param}`")))
+    if not edits:
+        return source, []
+    new = _apply_edits(source, edits)
+    try:
+        ast.parse(new)
+    except SyntaxError:
+        return source, []
+    seen: set[tuple[str, int]] = set()
+    repairs = []
+    for _, _, r in edits:  # one record a line
+        if (r.detail, r.line) not in seen:
+            seen.add((r.detail, r.line))
+            repairs.append(r)
+    return new, sorted(repairs, key=lambda r: r.line)
