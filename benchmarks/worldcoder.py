@@ -89,17 +89,18 @@ def _record(rows: list[dict], row: dict, variant: str, report) -> None:
 
 
 def run_variant(name: str, llm_for: Callable[[Any], Any], levels: list[str], base: AgentConfig,
-                runs: Path | None, seeds: list[int], report=None) -> list[dict]:
+                runs: Path | None, seeds: list[int], report=None, progress=None) -> list[dict]:
     """Play the curriculum once with one variant's settings; ``report(row)`` after each level.
 
     ``llm_for(env)`` gives the LLM of a level (the same client for every level, or the family's
-    `ReferenceLLM`).
+    `ReferenceLLM`); ``progress`` is the agent's progress callback (a line per call, rewrite and
+    episode: `codeworld.commands.agent.progress_printer`), or None.
     """
     config = replace(base, **VARIANTS[name])
     envs = [make_object_env(level) for level in levels]
     run_dir = runs / name if runs is not None else None
     rows = []
-    with WorldCoderAgent(None, config, run_dir=run_dir) as agent:
+    with WorldCoderAgent(None, config, run_dir=run_dir, progress=progress) as agent:
         for env in envs:
             started = time.perf_counter()
             agent.llm = llm_for(env)
@@ -318,6 +319,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default="benchmarks/results/worldcoder", metavar="STEM",
                         help="writes STEM.json, STEM.md, STEM_steps.png and STEM_tokens.png")
     parser.add_argument("--runs", default=None, metavar="DIR", help="run directories (default: none)")
+    parser.add_argument("--quiet", action="store_true",
+                        help="no progress lines (on stderr: a line per LLM call, rewrite and episode)")
     add_llm_arguments(parser)
     args = parser.parse_args(argv)
     methods = _methods(args.methods, args.llm)
@@ -363,8 +366,12 @@ def main(argv: list[str] | None = None) -> int:
 
     print(HEADER, flush=True)
     if "agent" in methods:
+        from codeworld.commands.agent import progress_printer
+
         for variant in args.variants:
-            run_variant(variant, llm_for, args.levels, base, runs, args.seeds, report=save)
+            progress = None if args.quiet else progress_printer(sys.stderr, started)
+            run_variant(variant, llm_for, args.levels, base, runs, args.seeds, report=save,
+                        progress=progress)
     for method in ("ppo", "react"):
         if method in methods:
             run_baseline(method, args.levels, args, llm_for, report=save)

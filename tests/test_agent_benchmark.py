@@ -31,7 +31,15 @@ def test_benchmark_writes_per_level_rows(tmp_path, capsys):
     assert all(r["reliable_success"] is not None for r in rows)
     assert "| optimism+transfer | sokoban-corridor |" in stem.with_suffix(".md").read_text()
     assert (tmp_path / "runs" / "neither" / "accounting.json").is_file()
-    assert "sokoban-turn" in capsys.readouterr().out
+    captured = capsys.readouterr()
+    assert "sokoban-turn" in captured.out
+    # progress on stderr: a line per LLM call, rewrite and episode, as `codeworld agent` prints
+    assert "sokoban-corridor: episode 1: success" in captured.err
+    assert "sokoban-corridor: rewrite 1" in captured.err and "call 1/" in captured.err
+    assert bench.main(["--llm", "reference", "--levels", "sokoban:corridor", "--variants", "neither",
+                       "--reliable", "1", "--max-env-steps", "20", "--quiet",
+                       "--out", str(tmp_path / "quiet")]) == 0
+    assert capsys.readouterr().err == ""
 
 
 def test_cli_agent_runs_a_level(tmp_path, capsys):
