@@ -366,3 +366,21 @@ def test_a_rewrite_takes_the_joined_program_when_it_explains_more():
     joined = [r for r in result.rewrites if r["composed"] is not None]
     assert joined and joined[0]["accepted"] and joined[0]["composed"] == 1.0
     assert "return 1.0, True" not in agent.program
+
+
+def test_after_transfer_a_level_paces_its_rewrites_by_its_own_data():
+    # Every answer is wrong. The second level starts with the first level's data (22
+    # transitions) and a model that data contradicts; after its first rewrite fails, the next
+    # is due once the level itself has recorded one transition per action (and then doubled
+    # what it recorded), not once all the data has doubled: that would need 22 more transitions,
+    # and the level's second episode starts after 20.
+    script = Script([ALWAYS] * 30)
+    with WorldCoderAgent(script.llm, config(max_llm_calls=30, rewrite_calls=1, max_env_steps=40,
+                                            rewrite_growth=1.0)) as agent:
+        first, second = agent.run_curriculum([make_sokoban("corridor"), make_sokoban("turn")])
+    assert first.env_steps > 20
+    n_actions = make_sokoban("turn").n_actions
+    sizes = [r["env_steps"] for r in second.rewrites]
+    assert sizes[0] == 0 and len(sizes) >= 2
+    for before, after in zip(sizes, sizes[1:]):
+        assert after - before >= max(n_actions, before)

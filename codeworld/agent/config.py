@@ -23,8 +23,9 @@ class AgentConfig:
         max_llm_calls: LLM calls per level before the agent stops rewriting (it keeps acting).
         rewrite_calls: the most LLM calls of one rewrite (one REx search).
         rewrite_growth: after a rewrite that found no program explaining all data, the next one
-            waits until the data has grown by this fraction of its size then (and by at least
-            one transition per action); 0 with one action rewrites at every contradiction.
+            waits until the data has grown by this fraction of what the level had recorded then
+            (and by at least one transition per action); 0 with one action rewrites at every
+            contradiction.
         reliable_successes: successful episodes in a row that count as reliable success; the
             level ends there.
         max_episode_steps: steps per episode (None: the environment's own limit).

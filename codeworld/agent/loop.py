@@ -159,6 +159,8 @@ class WorldCoderAgent:
         # the data's size at the last rewrite that found no accepted program (None: the last one
         # did, or none ran yet): the next rewrite waits for more data (`_rewrite_due`)
         self.failed_at: int | None = None
+        # the data's size when the current level started (earlier levels' data, with transfer)
+        self.level_start = 0
         # (state key, action, mission) -> the last recorded transition, and state key -> the
         # steps taken from that state, over self.data[:_indexed]
         self._outcomes: dict[tuple, dict] = {}
@@ -231,13 +233,16 @@ class WorldCoderAgent:
 
         After an accepted model, at once (the paper's schedule). After a rewrite that found no
         program for the data it had, the same evidence would be asked about again: the next one
-        waits until the data has grown by ``rewrite_growth`` of its size then, and by at least
-        one transition per action, so each rewrite is shown something new.
+        waits until the data has grown by ``rewrite_growth`` of what this level had recorded
+        then, and by at least one transition per action, so each rewrite is shown something new.
+        (The level's own data, not all of it: with transfer, a later level starts with the data
+        of the earlier ones, and doubling that would leave one rewrite a level.)
         """
         if self.failed_at is None:
             return True
         grown = len(self.data) - self.failed_at
-        return grown >= max(env.n_actions, self.config.rewrite_growth * self.failed_at)
+        recorded = self.failed_at - self.level_start
+        return grown >= max(env.n_actions, self.config.rewrite_growth * recorded)
 
     def _goal_text(self, mission: str, state: dict) -> str:
         """What the assists add to the missions: the parts of the start state the mission's words
@@ -461,6 +466,7 @@ class WorldCoderAgent:
             self.reset_knowledge()  # transfer stays within one environment family
         self.family = env.family
         self.failed_at = None  # a new level is new evidence: its first rewrite does not wait
+        self.level_start = len(self.data)
         started = time.perf_counter()
         result = LevelResult(level=env.name)
         streak = 0
