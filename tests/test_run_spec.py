@@ -95,6 +95,7 @@ def test_synthesize_writes_the_keys_it_wrote_before(tmp_path):
                         "compact_tables", "reward_from_old", "angles"):
         assert data["config"]["assist"].pop(added_since) is True
     assert data["config"]["assist"].pop("beyond_steps") is None  # the planner's lookahead
+    assert data["config"].pop("stall_limit") == 2  # GIF-MCTS's stall limit, added since
     assert {k: data[k] for k in ("method", "env_id", "seed", "mode", "buffer", "timeout_s",
                                  "config", "status")} \
         == {k: before[k] for k in ("method", "env_id", "seed", "mode", "buffer", "timeout_s",
