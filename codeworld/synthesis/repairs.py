@@ -485,14 +485,8 @@ def _repair_float_indices(source: str) -> tuple[str, list[Repair]]:
                     "int_index", node.slice.lineno,
                     f"`{node.value.id}[{text}]` is indexed with int(round(...)): the state's "
                     "values are floats")))
-    if not edits:
-        return source, []
-    new = _apply_edits(source, edits)
-    try:
-        ast.parse(new)
-    except SyntaxError:
-        return source, []
-    return new, [rep for _, _, rep in edits]
+    new = _edited(source, edits)
+    return (source, []) if new is None else (new, [rep for _, _, rep in edits])
 
 
 def _is_int_literal(node: ast.AST) -> bool:
@@ -544,6 +538,18 @@ def _apply_edits(source: str, edits: list[tuple[ast.AST, str, Repair]]) -> str:
     for start, end, text in spans:
         data = data[:start] + text.encode("utf-8") + data[end:]
     return data.decode("utf-8")
+
+
+def _edited(source: str, edits: list[tuple[ast.AST, str, Repair]]) -> str | None:
+    """The source with `edits` made, or None when there are none or the result does not parse."""
+    if not edits:
+        return None
+    new = _apply_edits(source, edits)
+    try:
+        ast.parse(new)
+    except SyntaxError:
+        return None
+    return new
 
 
 def _repair_state_alone(source: str, name: str) -> tuple[str, list[Repair]]:
@@ -611,12 +617,8 @@ def _repair_borrowed_result(source: str, functions: tuple[str, ...]) -> tuple[st
                     "borrowed_result", node.lineno,
                     f"`{node.id}` in {name} is what {functions[0]} returns: {name} reads it as "
                     f"`{param}`")))
-    if not edits:
-        return source, []
-    new = _apply_edits(source, edits)
-    try:
-        ast.parse(new)
-    except SyntaxError:
+    new = _edited(source, edits)
+    if new is None:
         return source, []
     seen: set[tuple[str, int]] = set()
     repairs = []
