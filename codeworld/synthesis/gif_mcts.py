@@ -31,8 +31,8 @@ The rules, as implemented here:
 * **Stalls.** An improvement that leaves the score of the program it improved where it was
   (a copy of it, or the same program reworded) *stalled*. Once ``stall_limit`` improvements of
   one program have stalled, counting those of the programs linked to it by stalled improvements
-  (the same program as far as the score can tell), none of them offers *improve* again: asking again buys the same answer, and the calls go to
-  *generate* and to other programs instead. (Not in the paper, whose large models rarely answer
+  (the same program as far as the score can tell), none of them offers *improve* again: asking
+  again buys the same answer, and the calls go to *generate* and to other programs instead. (Not in the paper, whose large models rarely answer
   an improve with the program they were shown; ``stall_limit = None`` is its rule.)
 * **Stop** when a program scores at least ``1 - perfect_tolerance``.
 """
@@ -77,9 +77,9 @@ class GifMctsConfig:
             paper's sequential algorithm.
         virtual_loss: the value a pending expansion counts with while its call runs.
         perfect_tolerance: the search stops once a program scores at least ``1 - tolerance``.
-        stall_limit: a program offers no more *improve* once this many improvements of it (and
-            of the program it is a stalled improvement of) left its score where it was; None: no
-            limit, the paper's rule (see Stalls in the module docstring).
+        stall_limit: a program offers no more *improve* once this many improvements of it, or
+            of the programs linked to it by stalled improvements, left the score where it was;
+            None: no limit, the paper's rule (see Stalls in the module docstring).
         sampling: sampling settings of every call.
         assist: scaffold, checks and repairs, error summaries (shared by every method).
     """

@@ -577,7 +577,6 @@ def _repair_state_alone(source: str, name: str) -> tuple[str, list[Repair]]:
     return _apply_edits(source, edits), [e[2] for e in edits]
 
 
-
 def _repair_borrowed_result(source: str, functions: tuple[str, ...]) -> tuple[str, list[Repair]]:
     """A name that the first function builds and returns (``new = copy.deepcopy(state) ...
     return new``), used but never defined in another function of the contract, which gets that
