@@ -449,6 +449,14 @@ class LocalServer:
         except OSError:
             return False
 
+    def stopped(self, grace_s: float = 2.0) -> bool:
+        """True when the server has stopped, waiting up to `grace_s` for a native process to be
+        seen gone: a killed process closes its sockets, which is what a client sees, a moment
+        before its exit can be read."""
+        if self._process is not None:
+            return self._process.exits_within(grace_s)
+        return not self.alive()
+
     def request(self, body: dict, timeout_s: float = 1800.0) -> dict:
         """One chat-completions request as llama.cpp answers it, its ``timings`` included
         (``prompt_n`` tokens processed, ``cache_n`` taken from the slot's cache, ``draft_n`` and
@@ -611,7 +619,7 @@ class LocalBackend:
         try:
             raw = client.chat(messages, sampling)
         except TransientLLMError as exc:
-            if exc.kind != "connection" or server is None or server.alive():
+            if exc.kind != "connection" or server is None or not server.stopped():
                 raise  # a server of another process, or one that still runs: the client retries
             raw = self._on(restart_server(server)).chat(messages, sampling)
         return replace(raw, model=MODEL_NAME)
