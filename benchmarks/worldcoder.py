@@ -27,6 +27,15 @@ Two plots go beside the table: levels at first and at reliable success against e
 
     python benchmarks/worldcoder.py --methods ppo --ppo-steps 100000 --reliable 3 \\
         --levels minigrid:empty sokoban:corridor --out benchmarks/results/worldcoder_ppo
+
+``--combine`` runs nothing: it puts the rows of earlier results (``STEM.json`` files, one LLM's
+and the baselines') into one table and its plots, a row per level and method or variant, the
+last file's where several have one, each row naming the commit its run was made at (the
+file's own record, or the ``commit`` its ``.md`` names on its first line for runs made before
+the JSON kept it).
+
+    python benchmarks/worldcoder.py --combine benchmarks/results/worldcoder_ppo.json \\
+        benchmarks/results/worldcoder_local_sokoban.json --out benchmarks/results/worldcoder_local_all
 """
 
 from __future__ import annotations
@@ -35,6 +44,8 @@ import argparse
 import json
 import os
 import platform
+import re
+import subprocess
 import sys
 import time
 from dataclasses import asdict, replace
@@ -273,6 +284,96 @@ def write_results(out: Path, meta: dict, rows: list[dict]) -> None:
     out.with_suffix(".md").write_text("\n\n".join(parts) + "\n")
 
 
+def code_version() -> str | None:
+    """The commit of the code that runs (``-dirty`` with uncommitted changes), None outside git."""
+    try:
+        out = subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=7"],
+                             cwd=Path(__file__).resolve().parent, capture_output=True, text=True,
+                             timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+def _source_commit(path: Path, meta: dict) -> str:
+    """The commit a results file was made at: its own record, else the first line of its ``.md``
+    (``Code: commit abc1234 ...``, written by hand for runs before the record), else ``?``."""
+    if meta.get("commit"):
+        return meta["commit"]
+    md = path.with_suffix(".md")
+    first = md.read_text().splitlines()[0] if md.is_file() else ""
+    found = re.search(r"\bcommit ([0-9a-f]{7,40})\b", first)
+    return found.group(1) if found else "?"
+
+
+def _limits(meta: dict) -> str:
+    """A results file's budgets, in words, for the methods it ran."""
+    c, parts = meta.get("config", {}), []
+    methods = meta.get("methods", ["agent"])
+    if "agent" in methods:
+        parts.append(f"agent: at most {c.get('max_llm_calls')} LLM calls and "
+                     f"{c.get('max_env_steps')} env steps a level")
+    if "react" in methods:
+        parts.append(f"react: {meta.get('react_episodes')} episodes")
+    if "ppo" in methods:
+        parts.append(f"ppo: at most {meta.get('ppo_steps'):,} env steps a level")
+    parts.append(f"episodes of at most {c.get('max_episode_steps')} steps, reliable at "
+                 f"{c.get('reliable_successes')} in a row")
+    return "; ".join(parts)
+
+
+# the order of a level's rows in a combined table
+ROW_ORDER = list(VARIANTS) + ["react", "ppo"]
+
+
+def combine(paths: list[Path], out: Path) -> list[dict]:
+    """One table from earlier results: a row per (variant or method, level), the last file's
+    where several files have one; writes ``STEM.json``, ``STEM.md`` and the plots.
+
+    Raises:
+        SystemExit: a file that is missing or not a results file, or files of different LLMs.
+    """
+    sources, chosen = [], {}
+    for path in paths:
+        try:
+            data = json.loads(path.read_text())
+            meta, rows = data["meta"], data["rows"]
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise SystemExit(f"worldcoder.py: --combine: {path} is not a results file of this "
+                             f"script ({type(exc).__name__}: {exc})") from None
+        commit = _source_commit(path, meta)
+        sources.append({"file": path.name, "commit": commit, "command": meta.get("command"),
+                        "llm": meta.get("llm"), "limits": _limits(meta)})
+        for row in rows:
+            chosen[row["variant"], row["level"]] = dict(row, commit=commit, source=path.name)
+    llms = sorted({s["llm"] for s in sources if s["llm"]})
+    if len(llms) > 1:
+        raise SystemExit(f"worldcoder.py: --combine: the files are of different LLMs "
+                         f"({', '.join(llms)}); combine one LLM's runs (and the baselines')")
+    levels = list(dict.fromkeys(level for _, level in chosen))
+    rank = {name: i for i, name in enumerate(ROW_ORDER)}
+    rows = sorted(chosen.values(), key=lambda r: (levels.index(r["level"]),
+                                                 rank.get(r["variant"], len(rank))))
+    meta = {"combined": sources, "llm": llms[0] if llms else None,
+            "command": "python benchmarks/worldcoder.py --combine "
+                       + " ".join(str(p) for p in paths) + f" --out {out}"}
+    out.with_suffix(".json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=2,
+                                                   default=str) + "\n")
+    lines = [f"- `{s['file']}` at {s['commit']} ({s['limits']}): `{s['command']}`" for s in sources]
+    parts = [f"Command: `{meta['command']}`",
+             f"LLM: {meta['llm']}. The rows of earlier runs, one per level and method or variant "
+             "(the last file's where several have one); each row's commit is the code it ran at, "
+             "so rows of different commits compare different code. Sources, in order:",
+             "\n".join(lines),
+             "\n".join([HEADER.replace("| wall s |", "| wall s | commit |") + "---|"]
+                       + [format_row(r) + f" {r['commit']} |" for r in rows])]
+    notes = baseline_notes(rows)
+    if notes:
+        parts.append(notes)
+    out.with_suffix(".md").write_text("\n\n".join(parts) + "\n")
+    return rows
+
+
 def _methods(text: str, llm: str) -> list[str]:
     chosen = [m.strip() for m in text.split(",") if m.strip()]
     unknown = [m for m in chosen if m not in METHODS]
@@ -321,8 +422,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", default=None, metavar="DIR", help="run directories (default: none)")
     parser.add_argument("--quiet", action="store_true",
                         help="no progress lines (on stderr: a line per LLM call, rewrite and episode)")
+    parser.add_argument("--combine", nargs="+", type=Path, metavar="STEM.json",
+                        help="run nothing: one table and its plots from earlier results files "
+                             "(written to --out)")
     add_llm_arguments(parser)
     args = parser.parse_args(argv)
+    if args.combine:
+        out = Path(args.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        rows = combine(args.combine, out)
+        plots = plot(rows, out)
+        print(f"wrote {out.with_suffix('.json')} and {out.with_suffix('.md')} ({len(rows)} rows)"
+              + "".join(f" and {p}" for p in plots))
+        return 0
     methods = _methods(args.methods, args.llm)
 
     if args.llm == "reference":
@@ -354,7 +466,7 @@ def main(argv: list[str] | None = None) -> int:
             "react_episodes": args.react_episodes if "react" in methods else None,
             "ppo_valid_rate": args.ppo_valid_rate if "ppo" in methods else None,
             "seeds": args.seeds, "python": platform.python_version(), "machine": platform.machine(),
-            "cpus": os.cpu_count()}
+            "cpus": os.cpu_count(), "commit": code_version()}
     rows: list[dict] = []
 
     def save(row: dict | None = None) -> None:
