@@ -192,3 +192,10 @@ def test_a_reward_that_reads_the_transitions_local_name_reads_its_next_state_par
                           "def reward(state, action, after, mission):\n    new = after\n")
     assert repair(own, "", ("transition", "reward"))[1] == []
     assert all(r.kind != "borrowed_result" for r in repair(program)[1])
+    # scopes as Python has them: a helper's own `new` does not define the reward's
+    helper = program.replace("def reward(state, action, after, mission):\n",
+                             "def reward(state, action, after, mission):\n"
+                             "    def copied(x):\n        new = dict(x)\n        return new\n")
+    fixed, repairs = repair(helper, "", ("transition", "reward"))
+    assert [r.kind for r in repairs] == ["borrowed_result"]
+    assert "        new = dict(x)\n        return new\n" in fixed and 'if after["mode"]' in fixed

@@ -590,28 +590,23 @@ def _repair_borrowed_result(source: str, functions: tuple[str, ...]) -> tuple[st
     first = defs.get(functions[0])
     if first is None:
         return source, []
-    from codeworld.synthesis.checks import own_nodes
+    from codeworld.synthesis.checks import own_nodes, pyflakes_messages
 
     first_params = {a.arg for a in first.args.args}
     results = {n.value.id for n in own_nodes(first) if isinstance(n, ast.Return)
                and isinstance(n.value, ast.Name) and n.value.id not in first_params}
-    module_names = {name for node in tree.body for name in _defined_names(node)}
-    module_names |= {alias.asname or alias.name.split(".")[0] for node in tree.body
-                     if isinstance(node, (ast.Import, ast.ImportFrom)) for alias in node.names}
+    # where pyflakes finds a name used that nothing defines (1-based line, 0-based column)
+    undefined = {(m.lineno, m.col) for m in pyflakes_messages(tree)
+                 if type(m).__name__ == "UndefinedName" and m.message_args[0] in results}
     edits = []
     for name in functions[1:]:
         fn = defs.get(name)
         if fn is None or len(fn.args.args) < 3:
             continue
         param = fn.args.args[2].arg
-        known = ({a.arg for a in fn.args.args} | module_names
-                 | {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)
-                    and isinstance(n.ctx, (ast.Store, ast.Del))}
-                 | {n.name for n in ast.walk(fn) if isinstance(n, _DEFINITIONS) and n is not fn}
-                 | {a.arg for n in ast.walk(fn) if isinstance(n, ast.Lambda) for a in n.args.args})
         for node in ast.walk(fn):
             if (isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)
-                    and node.id in results and node.id not in known):
+                    and (node.lineno, node.col_offset) in undefined):
                 edits.append((node, param, Repair(
                     "borrowed_result", node.lineno,
                     f"`{node.id}` in {name} is what {functions[0]} returns: {name} reads it as "
