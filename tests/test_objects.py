@@ -199,3 +199,31 @@ def test_a_reward_that_reads_the_transitions_local_name_reads_its_next_state_par
     fixed, repairs = repair(helper, "", ("transition", "reward"))
     assert [r.kind for r in repairs] == ["borrowed_result"]
     assert "        new = dict(x)\n        return new\n" in fixed and 'if after["mode"]' in fixed
+
+
+def test_a_carried_program_shows_the_keys_as_the_data_has_them_now():
+    from codeworld.synthesis.objects import with_current_schema
+
+    first = state_schema(STATES[:1])  # "held" was only ever None then
+    program = skeleton_program(first).replace("    return new\n", "    # mine: kept\n    return new\n")
+    assert "    # held: None, one of null\n" in program
+    now = with_current_schema(program, state_schema(STATES))
+    assert "    # held: a string or None, one of \"key\", null\n" in now
+    assert now.replace("    # held: a string or None, one of \"key\", null\n", "") == program.replace(
+        "    # held: None, one of null\n", "").replace('# mode: a string, one of "push"',
+                                                    '# mode: a string, one of "push", "walk"')
+    assert "    # mine: kept\n" in now  # the program's own comments stay
+    assert with_current_schema("def transition(state, action):\n    return state\n",
+                               state_schema(STATES)) == "def transition(state, action):\n    return state\n"
+
+    # in the agent: the skeleton accepted before any data is shown, at the next rewrite, with the
+    # keys as the recorded steps have them
+    llm = _Scripted(["<skeleton>"])
+    config = AgentConfig(max_env_steps=12, reliable_successes=2, rewrite_calls=1, max_llm_calls=3,
+                         epsilon=0.0, optimism=False)
+    with WorldCoderAgent(llm, config) as agent:
+        agent.run_level(make_object_env("household:place"))
+    later = [p for p in llm.prompts[1:] if "The current world model:" in p]
+    assert later and "    # at: None, one of null\n" in llm.prompts[0].split("Start from this program")[1]
+    shown = later[0].split("The current world model:")[1]
+    assert "    # at: a string or None" in shown and "    # at: None, one of null\n" not in shown

@@ -31,7 +31,8 @@ from codeworld.agent.config import AgentConfig
 from codeworld.agent.envs import ObjectEnv
 from codeworld.agent.evaluate import AgentEvaluator, ModelCheck
 from codeworld.synthesis.objects import (effects_text, mission_parts, normalize_state, schema_text,
-                                         skeleton_program, state_key, state_schema)
+                                         skeleton_program, state_key, state_schema,
+                                         with_current_schema)
 from codeworld.agent.ops import op_evaluate, op_plan
 from codeworld.agent.prompting import AgentPrompts, PromptContext
 from codeworld.sandbox import Sandbox, SandboxLimits
@@ -276,6 +277,8 @@ class WorldCoderAgent:
         search = SeededRex(c.rex, seed=c.seed + index)
         current_score = -1.0
         if self.program is not None:
+            if evaluator.schema is not None:  # its comment on the keys, as today's data has them
+                self.program = with_current_schema(self.program, evaluator.schema)
             current = evaluator.evaluate(self.program)
             current_score = current.score
             search.seed_program(self.program, current.score, current.buggy, current.feedback)

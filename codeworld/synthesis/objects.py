@@ -202,19 +202,46 @@ def schema_text(schema: list[SchemaField], n_states: int) -> str:
     return "\n".join(lines)
 
 
+_KEYS_HEADER = "    # The state's keys:\n"
+
+
+def _keys_comment(schema: list[SchemaField]) -> str:
+    return "".join(f"    # {f.line()[2:]}\n" for f in schema)
+
+
 def skeleton_program(schema: list[SchemaField]) -> str:
     """The program the prompts start from: well formed, and it predicts that nothing changes."""
-    keys = "\n".join(f"    # {f.line()[2:]}" for f in schema)
     return (
         "import copy\n\n\n"
         "def transition(state, action):\n"
-        f"    # The state's keys:\n{keys}\n"
+        f"{_KEYS_HEADER}{_keys_comment(schema)}"
         "    new = copy.deepcopy(state)\n"
         "    # change here what `action` changes\n"
         "    return new\n\n\n"
         "def reward(state, action, next_state, mission):\n"
         "    # 1.0 and done=True on the step that completes the mission\n"
         "    return 0.0, False\n")
+
+
+def with_current_schema(program: str, schema: list[SchemaField]) -> str:
+    """`program` with the skeleton's comment on the state's keys written from `schema`.
+
+    A program carried from a rewrite made on less data keeps the comment the skeleton wrote
+    then, which can say that a key only ever held None after it has held strings; shown in a
+    prompt beside the schema of today's data, the two disagree. Only the comment's own lines
+    (``# KEY: ...`` for a key of `schema`, just after ``# The state's keys:``) are replaced; a
+    program without the comment is returned as it is.
+    """
+    start = program.find(_KEYS_HEADER)
+    if start < 0:
+        return program
+    at = start + len(_KEYS_HEADER)
+    keys = {f.key for f in schema}
+    lines = program[at:].splitlines(keepends=True)
+    n = 0
+    while n < len(lines) and lines[n].startswith("    # ") and lines[n][6:].split(":")[0] in keys:
+        n += 1
+    return program[:at] + _keys_comment(schema) + "".join(lines[n:])
 
 
 # ------------------------------------------------------------------------------ static checks
