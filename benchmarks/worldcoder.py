@@ -228,7 +228,7 @@ def plot(rows: list[dict], stem: Path) -> list[Path]:
         if not curves:
             continue  # no method called an LLM
         right = 2 * max([10] + [c for costs in curves.values() for c in costs])
-        fig, ax = plt.subplots(figsize=(6.4, 4.0))
+        fig, ax = plt.subplots(figsize=(8.4, 4.0))
         for (method, milestone), costs in curves.items():
             # a step up at each level's cost: how many levels were reached within x
             ax.step([0] + costs + [right], [0] + list(range(1, len(costs) + 1)) + [len(costs)],
@@ -242,7 +242,7 @@ def plot(rows: list[dict], stem: Path) -> list[Path]:
         ax.set_ylabel(f"levels reached (of {levels})")
         ax.set_title(f"Levels reaching each milestone against {label}", fontsize=10)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7, loc="upper left")
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside: no curve hidden
         fig.tight_layout()
         path = stem.with_name(stem.name + suffix + ".png")
         fig.savefig(path, dpi=120)
