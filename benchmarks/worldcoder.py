@@ -292,7 +292,7 @@ def code_version() -> str | None:
                              timeout=10)
     except (OSError, subprocess.SubprocessError):
         return None
-    return out.stdout.strip() or None if out.returncode == 0 else None
+    return (out.stdout.strip() or None) if out.returncode == 0 else None
 
 
 def _source_commit(path: Path, meta: dict) -> str:

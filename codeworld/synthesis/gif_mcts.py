@@ -32,8 +32,9 @@ The rules, as implemented here:
   (a copy of it, or the same program reworded) *stalled*. Once ``stall_limit`` improvements of
   one program have stalled, counting those of the programs linked to it by stalled improvements
   (the same program as far as the score can tell), none of them offers *improve* again: asking
-  again buys the same answer, and the calls go to *generate* and to other programs instead. (Not in the paper, whose large models rarely answer
-  an improve with the program they were shown; ``stall_limit = None`` is its rule.)
+  again buys the same answer, and the calls go to *generate* and to other programs instead.
+  (Not in the paper, whose large models rarely answer an improve with the program they were
+  shown; ``stall_limit = None`` is its rule.)
 * **Stop** when a program scores at least ``1 - perfect_tolerance``.
 """
 
