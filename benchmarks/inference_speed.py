@@ -88,7 +88,7 @@ def query_buffer(buffer, indices: list[int]):
 def predict_messages(description: str, examples, state: np.ndarray, action) -> list[dict]:
     """The ``predict`` prompt for one transition: its own state and action, the shared examples."""
     from codeworld.llm import format_value
-    from codeworld.synthesis.cwmb import render_cwmb
+    from codeworld.worlds.cwmb.cwmb import render_cwmb
 
     return render_cwmb("predict", description=description, examples=examples,
                   state=format_value(state), action=format_value(action))

@@ -13,7 +13,7 @@ from codeworld.cli import main
 from codeworld.envs.buffers import EpisodeSplit, default_buffer, load_buffer
 from codeworld.scoring import Scorer
 from codeworld.synthesis import AssistConfig, GifMcts, Rex, RunDir, RunSpec, synthesize
-from codeworld.synthesis.cwmb import NEAR_PERFECT, make_cwmb_world
+from codeworld.worlds.cwmb.cwmb import NEAR_PERFECT, make_cwmb_world
 from codeworld.synthesis.fakes import ScriptedLLM
 
 MODEL = Path(__file__).parent / "models" / "cartpole_functional.py"
@@ -235,7 +235,7 @@ def step(state, action):
 
 
 def test_the_composition_keeps_a_rare_reward_that_the_common_case_would_drop():
-    from codeworld.synthesis.compose import compose_programs
+    from codeworld.worlds.cwmb.compose import compose_programs
 
     scorer = Scorer("CliffWalking-v1")
     cliff = scorer.buffer.rewards == -100

@@ -13,8 +13,8 @@ from codeworld.llm.prompts import (
     parse_prediction,
     placeholders,
 )
-from codeworld.synthesis.cwmb import PROMPT_DIR, PROMPT_NAMES
-from codeworld.synthesis.cwmb import render_cwmb as render
+from codeworld.worlds.cwmb.cwmb import PROMPT_DIR, PROMPT_NAMES
+from codeworld.worlds.cwmb.cwmb import render_cwmb as render
 
 FIELDS = {
     "generate": {"description": "D", "form": "F", "partial_program": "import numpy as np\n"},

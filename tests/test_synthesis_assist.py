@@ -13,11 +13,11 @@ from codeworld.cli import main
 from codeworld.envs.registry import EnvSpec
 from codeworld.synthesis import AssistConfig, GifMcts, Rex, RunDir, RunSpec, synthesize
 from codeworld.synthesis.checks import static_problems
-from codeworld.synthesis.cwmb import CwmbPrompts, make_cwmb_world
+from codeworld.worlds.cwmb.cwmb import CwmbPrompts, make_cwmb_world
 from codeworld.synthesis.fakes import ScriptedLLM
-from codeworld.synthesis.feedback import summarize_errors
+from codeworld.worlds.cwmb.feedback import summarize_errors
 from codeworld.synthesis.repairs import repair
-from codeworld.synthesis.scaffold import build_scaffold
+from codeworld.worlds.cwmb.scaffold import build_scaffold
 from codeworld.synthesis.types import FIX, GENERATE, IMPROVE, Request
 
 MODEL = Path(__file__).parent / "models" / "cartpole_functional.py"

@@ -128,7 +128,7 @@ def synthesize_step(args, spec, config, out: Path, table: _Table, started: float
     from codeworld.commands.runs import best_origin, progress_printer
     from codeworld.llm import LLMError, llm_from_args
     from codeworld.synthesis.config import FinishConfig
-    from codeworld.synthesis.cwmb import make_run_world
+    from codeworld.worlds.cwmb.cwmb import make_run_world
     from codeworld.synthesis.run import Run
 
     run = Run.start(out, "gif-mcts", config, finish=FinishConfig(), continue_existing=True,
@@ -167,7 +167,7 @@ def synthesize_step(args, spec, config, out: Path, table: _Table, started: float
                       search_score=None if ev.buggy else ev.score)
     compose = result.finish.get("compose")
     if compose:
-        from codeworld.synthesis.finish import compose_verdict
+        from codeworld.worlds.cwmb.finish import compose_verdict
 
         table.add("composition", compose_verdict(compose))
         table.data["compose"] = compose

@@ -159,7 +159,7 @@ def summary_text(result) -> str:
         lines.extend(score_lines(ev.report))
     compose = result.finish.get("compose")
     if compose:
-        from codeworld.synthesis.finish import compose_verdict
+        from codeworld.worlds.cwmb.finish import compose_verdict
 
         lines.append(f"  composition:   {compose_verdict(compose)}")
     fit = result.finish.get("fit")

@@ -87,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
     from codeworld.llm import LLMError, llm_from_args
     from codeworld.synthesis import RunDivergedError
     from codeworld.synthesis.run_dir import RunRecordError
-    from codeworld.synthesis.cwmb import make_run_world
+    from codeworld.worlds.cwmb.cwmb import make_run_world
 
     def fail(message: object, code: int = 2) -> int:
         print(f"codeworld synthesize: {message}", file=sys.stderr)

@@ -4,7 +4,7 @@
 
 1. runs the job's synthesis method (with its ablation variant, config overrides and sampling)
    for ``job.budget`` LLM calls into a resumable run directory ``<workdir>/runs/<job key>``;
-   then fits the best program's constants and makes it fast (`codeworld.synthesis.finish`,
+   then fits the best program's constants and makes it fast (`codeworld.worlds.cwmb.finish`,
    unless the ``finish`` option turns them off);
 2. scores the best program in both modes on the environment's committed buffer, and in the
    paper's mode on the paper's own buffer where it exists (with floor and ceiling each time);
@@ -116,7 +116,7 @@ def run_cwmb_job(job: Job, workdir: str) -> dict:
     """Synthesis, scoring and planning for one CWMB job (see the module docstring)."""
     from codeworld.envs import resolve_env
     from codeworld.llm import make_llm
-    from codeworld.synthesis.cwmb import make_run_world
+    from codeworld.worlds.cwmb.cwmb import make_run_world
     from codeworld.synthesis.run import Run
 
     started = time.perf_counter()

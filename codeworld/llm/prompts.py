@@ -1,5 +1,5 @@
 """Prompt templates and the one function that fills them (the templates live beside the code that
-uses them: the world-model prompts in ``codeworld/synthesis/prompts/``, the agent's in
+uses them: the world-model prompts in ``codeworld/worlds/cwmb/prompts/``, the agent's in
 ``codeworld/agent/prompts/``, APPS's in ``codeworld/experiments/prompts/``).
 
 A template file has sections that become chat messages, each opened by a line
@@ -8,7 +8,7 @@ prefill the model continues. ``{{name}}`` is a placeholder and ``{{> file}}`` in
 template file (without sections) verbatim. `fill` fails on a placeholder left without a value and
 on a value that no placeholder uses, so a renamed field cannot silently drop out of a prompt.
 
-The world-model templates (`codeworld.synthesis.cwmb.PROMPT_DIR`):
+The world-model templates (`codeworld.worlds.cwmb.cwmb.PROMPT_DIR`):
 
 * ``generate`` (description, partial_program): continue a partial program (GIF-MCTS generate);
 * ``improve`` (description, program, state, action, true_next_state, true_reward, true_done,
@@ -41,7 +41,7 @@ def load_template(name: str, directory: Path) -> str:
     Args:
         name: the template's file name without ``.txt``.
         directory: where the templates are (each user of templates keeps them beside its code:
-            ``codeworld/synthesis/prompts``, ``codeworld/agent/prompts`` ...).
+            ``codeworld/worlds/cwmb/prompts``, ``codeworld/agent/prompts`` ...).
 
     Raises:
         PromptError: no such template (the message lists those that exist).

@@ -35,14 +35,14 @@ class AssistConfig:
     Attributes:
         scaffold: prompts show the state's named components, the action and a skeleton program
             built from the env's spec and description; requests that write from scratch start
-            the answer with the skeleton's head (`codeworld.synthesis.scaffold`).
+            the answer with the skeleton's head (`codeworld.worlds.cwmb.scaffold`).
         checks: static checks (undefined names, state unpacking and indexing against the state
             length, a missing ``step``) and a smoke run in the sandbox before the full scoring
             pass, and mechanical repairs that need no LLM (`codeworld.synthesis.checks`).
         smoke_transitions: how many of the buffer's first transitions the smoke run steps.
         error_summary: *improve* prompts summarize the errors over the whole buffer (per state
             component, reward, done, a few transitions from different error groups) instead of
-            showing one mispredicted transition (`codeworld.synthesis.feedback`).
+            showing one mispredicted transition (`codeworld.worlds.cwmb.feedback`).
         summary_tokens: the error summary's budget, in tokens (about 4 characters each).
         summary_examples: at most this many mispredicted transitions in the summary.
         fit_constants: every healthy, imperfect program the search writes gets its numeric
@@ -52,11 +52,11 @@ class AssistConfig:
         relations: prompts show what the buffer shows: for each state component, a
             least-squares fit of its change that is right on most transitions or explains most
             of the change, and the recorded rewards and episode ends with an example of each
-            rare one (`codeworld.synthesis.relations`).
+            rare one (`codeworld.worlds.cwmb.relations`).
         structure: the data section's fits go beyond sparse linear ones: a term library
             (sin/cos, squares, products, abs, sign), clips at bounds, wraps, decision-list
             exceptions for whole-number rules, and a reward formula
-            (`codeworld.synthesis.relations.term_library`).
+            (`codeworld.worlds.cwmb.relations.term_library`).
         form_from_data: the scaffold reads a component whose recorded values are all whole
             numbers as an int, and its reward line says the recorded default is not the rule.
         copies: a program equal (up to comments and layout) to the skeleton or to an earlier
@@ -74,10 +74,10 @@ class AssistConfig:
             (`codeworld.envs.descriptions.compact_tables`).
         reward_from_old: the data section's reward formula may use the state the step started
             from as well as the new one, and the angle of a cosine-sine pair of components
-            (`codeworld.synthesis.relations.angle_pairs`): a cost on an angle's size or on the
+            (`codeworld.worlds.cwmb.relations.angle_pairs`): a cost on an angle's size or on the
             mean of two speeds becomes a term.
         angles: the data section may fit a cosine-sine pair of components through their angle
-            (`codeworld.synthesis.relations.cos_sin_pairs`): the angle's change, each component
+            (`codeworld.worlds.cwmb.relations.cos_sin_pairs`): the angle's change, each component
             the cosine or sine of the new angle.
     """
 
@@ -127,7 +127,7 @@ def _default_fit_config():
 
 @dataclass(frozen=True)
 class FinishConfig:
-    """What is done to a run's best program once the search ends (`codeworld.synthesis.finish`).
+    """What is done to a run's best program once the search ends (`codeworld.worlds.cwmb.finish`).
 
     Attributes:
         fit_constants: fit the best program's float literals to the buffer
@@ -137,7 +137,7 @@ class FinishConfig:
             every transition), and measure its steps per second (`codeworld.speed`).
         fit: the fit's settings (optimizer, evaluation and time caps, held-out share).
         compose: before the fit, take each output component (next-state dimension, reward, done)
-            from the run's program that predicts it best (`codeworld.synthesis.compose`); the
+            from the run's program that predicts it best (`codeworld.worlds.cwmb.compose`); the
             composed program becomes the best when it scores higher.
         compose_programs: how many of the run's best programs may take part.
         floor: first, when every program of the search is buggy, the skeleton the prompts start

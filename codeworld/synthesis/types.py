@@ -103,7 +103,7 @@ class World:
         prompts: turns requests into messages and completions into programs.
         evaluator: scores programs.
         finish: ``finish(result, config, run_dir) -> record`` after the search (a CWMB world
-            composes, fits and speeds up its best program: `codeworld.synthesis.finish`); None
+            composes, fits and speeds up its best program: `codeworld.worlds.cwmb.finish`); None
             when the world has no such step.
     """
 

@@ -46,8 +46,8 @@ class CwmbPrompts:
 
     Args:
         description: the environment's description (`codeworld.envs.descriptions.describe`).
-        scaffold: the env's `codeworld.synthesis.scaffold.Scaffold`; None leaves it out.
-        data: what the recorded data shows (`codeworld.synthesis.relations.relations_text`),
+        scaffold: the env's `codeworld.worlds.cwmb.scaffold.Scaffold`; None leaves it out.
+        data: what the recorded data shows (`codeworld.worlds.cwmb.relations.relations_text`),
             shown after the scaffold; empty leaves it out.
         starter: lines that continue the skeleton's head in a generate request made after
             earlier answers were copies (`starter_lines`): the request starts from another
@@ -370,7 +370,7 @@ class ScorerEvaluator(Evaluator):
     def error_summary(self, predictions: Any) -> str:
         """The summary of a healthy program's errors over the buffer (`summarize_errors`)."""
         from codeworld.scoring.scorer import SOUND, tolerances
-        from codeworld.synthesis.feedback import summarize_errors
+        from codeworld.worlds.cwmb.feedback import summarize_errors
 
         buf, spec = self.scorer.buffer, self.scorer.spec
         tol = tolerances(spec, self.scorer.mode)
@@ -399,7 +399,7 @@ def make_cwmb_world(env_id: str, *, buffer: Any = None, mode: str = "sound",
                     heldout_fraction: float | None = None,
                     split_seed: int = 0) -> World:
     """The world of one CWMB environment, on the training episodes: its prompts, its evaluator
-    and its finish step (compose, fit, speed: `codeworld.synthesis.finish`).
+    and its finish step (compose, fit, speed: `codeworld.worlds.cwmb.finish`).
 
     The buffer is split by episode (`codeworld.envs.buffers.EpisodeSplit`): the scaffold, the
     data section and the search signal are built from the training episodes only; the
@@ -424,7 +424,7 @@ def make_cwmb_world(env_id: str, *, buffer: Any = None, mode: str = "sound",
     from codeworld.envs.descriptions import describe
     from codeworld.scoring import Scorer
     from codeworld.synthesis.config import AssistConfig
-    from codeworld.synthesis.scaffold import build_scaffold
+    from codeworld.worlds.cwmb.scaffold import build_scaffold
 
     assist = assist or AssistConfig()
     whole = Scorer(env_id, buffer, mode=mode, compile=compile, references=False)
@@ -454,7 +454,7 @@ def make_cwmb_world(env_id: str, *, buffer: Any = None, mode: str = "sound",
 
 
 def _finish(evaluator: ScorerEvaluator, result: Any, config: Any, run_dir: Any) -> dict:
-    from codeworld.synthesis.finish import finish_run
+    from codeworld.worlds.cwmb.finish import finish_run
 
     return finish_run(result, evaluator, config, run_dir)
 
@@ -500,7 +500,7 @@ def _relations(scorer: Any, names, structure: bool = True,
     import numpy as np
 
     from codeworld.scoring.scorer import tolerances
-    from codeworld.synthesis.relations import (MANY_REWARD_VALUES, find_relations,
+    from codeworld.worlds.cwmb.relations import (MANY_REWARD_VALUES, find_relations,
                                                find_reward_relation, outcomes_text,
                                                relations_text)
 

@@ -1,6 +1,6 @@
 """After the search: compose the best programs, fit the constants, make it fast (checked); record all.
 
-`finish_run` is the finish step of a CWMB world (`codeworld.synthesis.cwmb.make_cwmb_world`):
+`finish_run` is the finish step of a CWMB world (`codeworld.worlds.cwmb.cwmb.make_cwmb_world`):
 `codeworld.synthesis.run.Run` calls it once after the search, with the run's `FinishConfig`.
 Files it writes to the run directory (through `RunDir`):
 
@@ -78,7 +78,7 @@ def _floor(result: Any, evaluator: Any, run_dir: Any) -> dict:
 def _compose(result: Any, evaluator: Any, scorer: Any, config: FinishConfig, timeout_s: float,
              run_dir: Any) -> dict:
     """Compose the run's best programs; the composition replaces the best when it scores higher."""
-    from codeworld.synthesis.compose import compose_programs
+    from codeworld.worlds.cwmb.compose import compose_programs
     ranked = sorted(result.programs, key=lambda p: -p[2])
     candidates = [(result.best_call, result.best_program)]
     seen = {result.best_program}
