@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from codeworld.agent.config import AgentConfig
-from codeworld.agent.evaluate import AgentEvaluator
+from codeworld.worlds.objects.evaluate import AgentEvaluator
 from codeworld.agent.loop import WorldCoderAgent, nearest_missions
 from codeworld.agent.minigrid_env import MiniGridEnv
 from codeworld.agent.reference import MINIGRID_MODEL, SOKOBAN_MODEL
@@ -332,7 +332,7 @@ def test_a_model_shown_wrong_in_an_episode_is_not_followed_until_it_is_replaced(
 
 
 def test_the_best_transition_and_the_best_reward_of_a_rewrite_are_joined_without_a_call():
-    from codeworld.synthesis.objects import skeleton_program, state_schema
+    from codeworld.worlds.objects.states import skeleton_program, state_schema
 
     env = make_sokoban("corridor")
     state, mission = env.reset()

@@ -5,7 +5,7 @@ import random
 import pytest
 
 from codeworld.agent.minigrid_env import LEVEL_IDS, MiniGridEnv
-from codeworld.synthesis.objects import state_key
+from codeworld.worlds.objects.states import state_key
 
 LEFT, RIGHT, FORWARD, PICKUP, DROP, TOGGLE = range(6)
 
@@ -82,7 +82,7 @@ def test_reset_is_seeded_and_states_are_plain_json():
 
 def test_reference_model_explains_random_play_and_solves_levels():
     from codeworld.agent.reference import MINIGRID_MODEL
-    from codeworld.agent.ops import op_evaluate
+    from codeworld.worlds.objects.ops import op_evaluate
     from codeworld.sandbox import Sandbox
 
     with Sandbox() as sandbox:

@@ -2,8 +2,8 @@
 
 import pytest
 
-from codeworld.synthesis.objects import state_key
-from codeworld.agent.ops import op_plan
+from codeworld.worlds.objects.states import state_key
+from codeworld.worlds.objects.ops import op_plan
 from codeworld.agent.sokoban import LEVELS, GeneratorConfig, SokobanEnv, generate_level, make_sokoban, parse_level, render_level, step_state
 from codeworld.sandbox import Sandbox
 

@@ -35,8 +35,8 @@ class AgentConfig:
             and planning over it); past it that program counts as failed, the agent goes on.
         prompt_examples: recorded transitions shown in a *generate* prompt.
         assists: the synthesis core's help for every rewrite, built from the recorded states and
-            transitions (`codeworld.synthesis.objects`): the state's schema and a data section in
-            the prompts, a skeleton to start from, static checks and mechanical repairs before a
+            transitions (`codeworld.worlds.objects.states`): the state's schema and a data section
+            in the prompts, a skeleton to start from, static checks and mechanical repairs before a
             program runs, and answers that copy the skeleton or an earlier program recognised.
             Off: the prompts show the description and a few transitions only.
         keep_going_after_success: keep acting after reliable success until `max_env_steps`

@@ -29,17 +29,17 @@ from typing import Any, Callable
 
 from codeworld.agent.config import AgentConfig
 from codeworld.agent.envs import ObjectEnv
-from codeworld.agent.evaluate import AgentEvaluator, ModelCheck
-from codeworld.synthesis.objects import (effects_text, mission_parts, normalize_state, schema_text,
-                                         skeleton_program, state_key, state_schema,
-                                         with_current_schema)
-from codeworld.agent.ops import op_evaluate, op_plan
-from codeworld.agent.prompting import AgentPrompts, PromptContext
 from codeworld.sandbox import Sandbox, SandboxLimits
 from codeworld.synthesis.rex import PoolEntry, Rex
 from codeworld.synthesis.run import Run
 from codeworld.synthesis.run_dir import write_atomic
 from codeworld.synthesis.types import World
+from codeworld.worlds.objects.evaluate import AgentEvaluator, ModelCheck
+from codeworld.worlds.objects.ops import op_evaluate, op_plan
+from codeworld.worlds.objects.prompting import AgentPrompts, PromptContext
+from codeworld.worlds.objects.states import (effects_text, mission_parts, normalize_state,
+                                             schema_text, skeleton_program, state_key,
+                                             state_schema, with_current_schema)
 
 
 class SeededRex(Rex):

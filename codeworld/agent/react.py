@@ -14,13 +14,16 @@ import random
 import re
 import time
 from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
 from typing import Any, Sequence
 
 from codeworld.agent.envs import ObjectEnv, make_object_env
 from codeworld.agent.loop import Milestone
-from codeworld.synthesis.objects import state_diff
-from codeworld.agent.prompting import compact, render_agent
+from codeworld.llm.prompts import render
 from codeworld.synthesis.config import SamplingConfig
+from codeworld.worlds.objects.states import compact, state_diff
+
+PROMPT_DIR = Path(__file__).resolve().parent / "prompts"  # react.txt
 
 _ACTION_LINE = re.compile(r"^\W*action\s*[:=](.*)$", re.IGNORECASE | re.MULTILINE)
 _INTEGER = re.compile(r"\b\d+\b")
@@ -93,8 +96,8 @@ class ReActAgent:
         shown = history[-self.config.history:] if self.config.history > 0 else []
         lines = [f"{h['action']} ({names[h['action']]}): {'; '.join(h['changes']) or 'nothing changed'}; "
                  f"reward {h['reward']:g}" for h in shown]
-        return render_agent(
-            "react", description=env.description, mission=mission,
+        return render(
+            "react", PROMPT_DIR, description=env.description, mission=mission,
             actions=", ".join(f"{i} = {n}" for i, n in enumerate(names)),
             history="\n".join(lines) or "(none yet: this is the first step)",
             state=compact(state), step=step, limit=limit)

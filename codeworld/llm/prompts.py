@@ -1,6 +1,6 @@
 """Prompt templates and the one function that fills them (the templates live beside the code that
 uses them: the world-model prompts in ``codeworld/worlds/cwmb/prompts/``, the agent's in
-``codeworld/agent/prompts/``, APPS's in ``codeworld/experiments/prompts/``).
+``codeworld/worlds/objects/prompts/``, APPS's in ``codeworld/experiments/prompts/``).
 
 A template file has sections that become chat messages, each opened by a line
 ``=== system ===``, ``=== user ===`` or ``=== assistant ===``; a final assistant section is a
@@ -41,7 +41,7 @@ def load_template(name: str, directory: Path) -> str:
     Args:
         name: the template's file name without ``.txt``.
         directory: where the templates are (each user of templates keeps them beside its code:
-            ``codeworld/worlds/cwmb/prompts``, ``codeworld/agent/prompts`` ...).
+            ``codeworld/worlds/cwmb/prompts``, ``codeworld/worlds/objects/prompts`` ...).
 
     Raises:
         PromptError: no such template (the message lists those that exist).

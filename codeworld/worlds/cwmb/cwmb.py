@@ -501,8 +501,8 @@ def _relations(scorer: Any, names, structure: bool = True,
 
     from codeworld.scoring.scorer import tolerances
     from codeworld.worlds.cwmb.relations import (MANY_REWARD_VALUES, find_relations,
-                                               find_reward_relation, outcomes_text,
-                                               relations_text)
+                                                 find_reward_relation, outcomes_text,
+                                                 relations_text)
 
     spec, buf = scorer.spec, scorer.buffer
     tol = tolerances(spec, scorer.mode)

@@ -11,9 +11,9 @@ A WorldCoder model is a module with two pure functions over JSON-ready states::
 ``state`` is a dict as the environment gives it (see `codeworld.agent.sokoban` and
 `codeworld.agent.minigrid_env`), ``action`` an int, ``mission`` a sentence. ``reward`` is 1.0 on
 the step that completes the mission. The program is untrusted: it is only ever executed inside a
-sandbox worker, by the ops in `codeworld.agent.ops`.
+sandbox worker, by the ops in `codeworld.worlds.objects.ops`.
 
-States are compared after `codeworld.synthesis.objects.normalize_state`, which sorts lists of
+States are compared after `codeworld.worlds.objects.states.normalize_state`, which sorts lists of
 cells and lists of objects, so that a program is not wrong merely for listing the same objects in
 another order.
 """
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import ast
 
-from codeworld.synthesis.objects import FUNCTIONS as REQUIRED_FUNCTIONS
+from codeworld.worlds.objects.states import FUNCTIONS as REQUIRED_FUNCTIONS
 
 
 class AgentModelError(ValueError):

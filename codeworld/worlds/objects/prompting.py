@@ -1,4 +1,5 @@
-"""The agent's prompts: templates in ``codeworld/agent/prompts/``, filled by `codeworld.llm.prompts.fill`.
+"""The object world's prompts (the WorldCoder agent's rewrites): templates in ``prompts/`` beside
+this module, filled by `codeworld.llm.prompts.fill`.
 
 Templates use the LLM layer's format (``=== user ===`` sections, ``{{name}}`` placeholders,
 ``{{> file}}`` includes of files in the same folder). `AgentPrompts` turns a REx request into chat
@@ -11,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from codeworld.synthesis.objects import compact, state_diff
+from codeworld.worlds.objects.states import compact, state_diff
 from codeworld.llm import extract_code
 from codeworld.llm.extract import CodeExtractionError
 from codeworld.llm.prompts import render
@@ -59,8 +60,8 @@ class PromptContext:
         missions: the current mission and the nearest known ones.
         data: the recorded transitions.
         examples: recorded transitions a *generate* prompt shows in full.
-        schema: what a state holds (`codeworld.synthesis.objects.schema_text`); "" for none.
-        effects: what the data show, per action (`codeworld.synthesis.objects.effects_text`);
+        schema: what a state holds (`codeworld.worlds.objects.states.schema_text`); "" for none.
+        effects: what the data show, per action (`codeworld.worlds.objects.states.effects_text`);
             "" for none.
         skeleton: the program a *generate* prompt starts from; "" for none.
     """

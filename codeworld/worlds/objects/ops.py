@@ -1,4 +1,4 @@
-"""Sandbox ops of the agent: check a model program against data, and plan over it.
+"""Sandbox ops of the object world: check a model program against data, and plan over it.
 
 These ops run only inside a sandbox worker (``Sandbox.call(op_evaluate, ...)``): they execute the
 LLM-written program. The parent never imports a program; it sends its source.
@@ -13,10 +13,10 @@ import math
 from collections import deque
 from typing import Callable
 
-from codeworld.agent.model import check_agent_source
-from codeworld.synthesis.objects import copy_state, normalize_state, state_key
 from codeworld.model import exec_candidate
 from codeworld.sandbox.ops import candidate_error
+from codeworld.worlds.objects.model import check_agent_source
+from codeworld.worlds.objects.states import copy_state, normalize_state, state_key
 
 MODEL_FILENAME = "agent_model.py"
 _CACHE_KEY = "agent_models"

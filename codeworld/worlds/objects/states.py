@@ -1,7 +1,7 @@
 """Worlds whose states are JSON objects: their canonical form, their schema, and the assists.
 
 A world whose state is a dict of lists, numbers, strings, booleans and None (the WorldCoder
-agent's levels, any object-level world) declares two things the synthesis core builds from:
+agent's levels, any object-level world) declares two things its assists are built from:
 its recorded states, from which `state_schema` reads the keys and the kind of each value, and its
 recorded transitions, from which `effects_text` writes the data section: per action, what each
 part of the state did, on what other value that depended, and the exceptions; then the rewards

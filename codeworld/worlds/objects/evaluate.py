@@ -16,13 +16,13 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from codeworld.agent.model import AgentModelError, check_agent_source
-from codeworld.agent.ops import op_evaluate
 from codeworld.sandbox import Sandbox
 from codeworld.synthesis.checks import StaticProblem, format_problems
-from codeworld.synthesis.objects import FUNCTIONS, compact, object_problems, state_diff
 from codeworld.synthesis.repairs import merge_into_parent, repair
 from codeworld.synthesis.types import Evaluator, ProgramEvaluation
+from codeworld.worlds.objects.model import AgentModelError, check_agent_source
+from codeworld.worlds.objects.ops import op_evaluate
+from codeworld.worlds.objects.states import FUNCTIONS, compact, object_problems, state_diff
 
 
 
@@ -126,7 +126,7 @@ class AgentEvaluator(Evaluator):
         optimism: whether the optimism objective counts.
         max_nodes, max_depth: the planner's limits.
         timeout_s: wall-clock limit of one check.
-        schema: the state's schema (`codeworld.synthesis.objects.state_schema`): with it, the
+        schema: the state's schema (`codeworld.worlds.objects.states.state_schema`): with it, the
             synthesis core's assists are on: mechanical repairs (`prepare`) and static checks
             against the contract and the schema before a program runs. None: neither.
     """
