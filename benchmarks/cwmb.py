@@ -513,7 +513,7 @@ def outcome_table(outcomes: dict[str, dict[str, int]], methods: list[str]) -> li
 
 
 def write_plots(summary: dict, meta: dict, folder: Path) -> list[Path]:
-    from codeworld.commands.report_page import line_plot
+    from codeworld.reports import line_plot
 
     folder.mkdir(parents=True, exist_ok=True)
     paths = []
@@ -658,7 +658,7 @@ def main(argv: list[str] | None = None) -> int:
     (out / "table.json").write_text(json.dumps({"meta": meta, "paper_numbers": paper, **summary},
                                                indent=2) + "\n", encoding="utf-8")
     write_plots(summary, meta, out / "plots")
-    from codeworld.commands.report_page import write_grid_page
+    from codeworld.reports import write_grid_page
 
     page = write_grid_page(out, summary, meta, records, text)  # and each run's page
     print()

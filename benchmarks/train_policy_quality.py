@@ -81,8 +81,8 @@ def _train_and_track(case: Case, source: str | None, seed: int) -> dict:
     from gymnasium.wrappers import TimeLimit
     from stable_baselines3.common.env_util import make_vec_env
 
-    from codeworld.commands.train import (ALGORITHMS, _algorithm_kwargs, evaluate_policy_on_real_env, sb3_agent,
-                                          sb3_vec_env)
+    from codeworld.training import ALGORITHMS, algorithm_kwargs, evaluate_policy_on_real_env
+    from codeworld.training.sb3 import sb3_agent, sb3_vec_env
     from codeworld.envs import get_spec, make_env
     from codeworld.planning.evaluate import UNLIMITED_ENV_MAX_STEPS
     from codeworld.planning.gym_env import CodeWorldVectorEnv
@@ -90,9 +90,8 @@ def _train_and_track(case: Case, source: str | None, seed: int) -> dict:
     spec = get_spec(case.env_id)
     max_steps = spec.max_episode_steps or UNLIMITED_ENV_MAX_STEPS
     algo = ALGORITHMS[case.algo]
-    # Without tuned values, one PPO rollout per checkpoint (steps * 4 makes `_algorithm_kwargs` size it so).
-    kwargs = _algorithm_kwargs([f"{k}={v}" for k, v in case.kwargs], algo, case.num_envs,
-                               4 * (case.steps // case.checkpoints))
+    # Without tuned values, one PPO rollout per checkpoint (steps * 4 makes `algorithm_kwargs` size it so).
+    kwargs = algorithm_kwargs(dict(case.kwargs), algo, case.num_envs, 4 * (case.steps // case.checkpoints))
     vec = None
     if source is None:
         venv = make_vec_env(lambda: TimeLimit(make_env(spec.env_id).unwrapped, max_steps), n_envs=case.num_envs,

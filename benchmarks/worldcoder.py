@@ -105,7 +105,7 @@ def run_variant(name: str, llm_for: Callable[[Any], Any], levels: list[str], bas
 
     ``llm_for(env)`` gives the LLM of a level (the same client for every level, or the family's
     `ReferenceLLM`); ``progress`` is the agent's progress callback (a line per call, rewrite and
-    episode: `codeworld.commands.agent.progress_printer`), or None.
+    episode: `codeworld.reports.progress.agent_progress_printer`), or None.
     """
     config = replace(base, **VARIANTS[name])
     envs = [make_object_env(level) for level in levels]
@@ -478,10 +478,10 @@ def main(argv: list[str] | None = None) -> int:
 
     print(HEADER, flush=True)
     if "agent" in methods:
-        from codeworld.commands.agent import progress_printer
+        from codeworld.reports.progress import agent_progress_printer
 
         for variant in args.variants:
-            progress = None if args.quiet else progress_printer(sys.stderr, started)
+            progress = None if args.quiet else agent_progress_printer(sys.stderr, started)
             run_variant(variant, llm_for, args.levels, base, runs, args.seeds, report=save,
                         progress=progress)
     for method in ("ppo", "react"):

@@ -7,6 +7,8 @@
   which only its front doors (the facade itself, ``__main__``, the CLI) may do.
 * An op travels to a worker as a function, never by name: no call site passes a string where the
   sandbox takes an op, and the sandbox refuses one.
+* Command modules are the top layer: only the CLI (and the commands themselves) import
+  ``codeworld.commands``; no library module and no benchmark script does.
 """
 
 from __future__ import annotations
@@ -21,6 +23,9 @@ REPO = Path(__file__).resolve().parent.parent
 ROOT = REPO / PACKAGE
 # The modules that may import the facade: the facade itself and the package's front doors.
 FRONT_DOORS = {"codeworld", "codeworld.__main__", "codeworld.cli"}
+# The command-line layer, and the modules that may import it besides its own.
+COMMANDS = f"{PACKAGE}.commands"
+COMMAND_IMPORTERS = {"codeworld.cli"}
 # The sandbox's methods that take an op first.
 OP_METHODS = {"call", "begin"}
 
@@ -100,6 +105,21 @@ def facade_imports(root: Path = ROOT) -> list[str]:
     return found
 
 
+def command_imports(root: Path = ROOT, scripts=()) -> list[str]:
+    """``module:line target`` for each import of ``codeworld.commands`` by a module of the package
+    outside it (the CLI excepted) or by one of the `scripts` (files outside the package)."""
+    found = []
+    sources = [(module, path) for module, path in _modules(root).items()
+               if module not in COMMAND_IMPORTERS and module != COMMANDS and not module.startswith(COMMANDS + ".")]
+    sources += [(path.stem, path) for path in scripts]
+    for module, path in sources:
+        for line, target, names in _imports(path, module):
+            if target == COMMANDS or target.startswith(COMMANDS + ".") or (
+                    target == PACKAGE and names is not None and "commands" in names):
+                found.append(f"{module}:{line} {target}")
+    return found
+
+
 def ops_by_name(paths, base: Path = REPO) -> list[str]:
     """``file:line`` for each ``x.call("...")`` / ``x.begin("...")`` in `paths`: an op passed as a
     string."""
@@ -125,6 +145,11 @@ def test_no_call_site_names_an_op_by_a_string():
     # the package and the benchmark scripts (not the data they read; tests pass names on purpose)
     paths = [*ROOT.rglob("*.py"), *(REPO / "benchmarks").glob("*.py")]
     assert ops_by_name(paths) == []
+
+
+def test_only_the_cli_imports_the_command_modules():
+    # library modules (codeworld.agent.ppo among them) and benchmark scripts call the library
+    assert command_imports(scripts=sorted((REPO / "benchmarks").glob("*.py"))) == []
 
 
 def test_the_sandbox_refuses_an_op_given_by_name():
@@ -153,3 +178,22 @@ def test_the_checks_see_what_they_forbid(tmp_path):
     assert sorted(facade_imports(package)) == ["codeworld.scoring.worker:1 import codeworld",
                                                "codeworld.scoring:3 from codeworld import __version__"]
     assert ops_by_name(package.rglob("*.py"), tmp_path) == ["codeworld/scoring/worker.py:3"]
+
+
+def test_the_command_check_sees_a_library_module_or_script_that_imports_a_command(tmp_path):
+    package = tmp_path / PACKAGE
+    (package / "commands").mkdir(parents=True)
+    (package / "agent").mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "cli.py").write_text("import codeworld.commands.train\n")
+    (package / "commands" / "__init__.py").write_text("")
+    (package / "commands" / "train.py").write_text("from codeworld.commands import spec_and_model\n")
+    (package / "agent" / "__init__.py").write_text("")
+    (package / "agent" / "ppo.py").write_text(
+        "def train():\n    from codeworld.commands.train import sb3_agent\n")
+    (package / "agent" / "loop.py").write_text("from codeworld import commands\n")
+    script = tmp_path / "bench.py"
+    script.write_text("from codeworld.commands.report_page import line_plot\n")
+    assert sorted(command_imports(package, [script])) == [
+        "bench:1 codeworld.commands.report_page", "codeworld.agent.loop:1 codeworld",
+        "codeworld.agent.ppo:2 codeworld.commands.train"]

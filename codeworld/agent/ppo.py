@@ -335,7 +335,8 @@ def ppo_baseline(level: str, budget_steps: int, seed: int = 0, reliable: int = 3
         raise ValueError("budget_steps, reliable and window must be at least 1")
     if not 0.0 < valid_rate <= 1.0:
         raise ValueError(f"valid_rate must be in (0, 1], got {valid_rate}")
-    from codeworld.commands.train import INSTALL_HINT, sb3_agent
+    from codeworld.training.algorithms import INSTALL_HINT
+    from codeworld.training.sb3 import sb3_agent
 
     if importlib.util.find_spec("stable_baselines3") is None:
         raise ImportError(f"the PPO baseline needs stable-baselines3: {INSTALL_HINT}")

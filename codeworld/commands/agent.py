@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import datetime as _dt
 import sys
-import time
 from pathlib import Path
 
 # flag -> (AgentConfig field, type, help); each default is the dataclass's own
@@ -56,33 +55,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def progress_printer(stream=None, started: float | None = None):
-    """A line per LLM call, rewrite and episode of an agent run."""
-    stream = stream or sys.stdout
-    started = time.perf_counter() if started is None else started
-
-    def show(e: dict) -> None:
-        clock = f"{time.perf_counter() - started:6.0f}s"
-        if e["event"] == "call":
-            status = "buggy" if e["buggy"] else f"{e['score']:.3f}"
-            copy = f"  (a copy of {e['duplicate_of']})" if e.get("duplicate_of") is not None else ""
-            line = (f"    call {e['call'] + 1}/{e['budget']} {e['action']:<8} -> {status:<6} "
-                    f"best {e['best']:.3f}  tokens {e['tokens']:,}{copy}")
-        elif e["event"] == "rewrite":
-            verdict = "accepted" if e["accepted"] else "not accepted"
-            line = (f"  {e['level']}: rewrite {e['index'] + 1} ({e['reason']}) after "
-                    f"{e['env_steps']} steps: {e['calls']} calls, {verdict}; level total "
-                    f"{e['llm_calls']} calls, {e['level_tokens']:,} tokens")
-        else:
-            outcome = "success" if e["success"] else "no success"
-            line = (f"  {e['level']}: episode {e['episode'] + 1}: {outcome} in {e['steps']} steps"
-                    f" ({e['contradictions']} contradictions); level total {e['env_steps']} steps, "
-                    f"{e['llm_calls']} calls")
-        print(f"{line}  {clock}", file=stream, flush=True)
-
-    return show
-
-
 def _milestone(m: dict | None) -> str:
     return "-" if m is None else f"{m['env_steps']} steps, {m['llm_calls']} calls, {m['tokens']:,} tokens"
 
@@ -93,6 +65,7 @@ def run(args: argparse.Namespace) -> int:
     from codeworld.agent import AgentConfig, WorldCoderAgent, make_object_env
     from codeworld.agent.loop import summary_row
     from codeworld.llm import LLMError, llm_from_args
+    from codeworld.reports.progress import agent_progress_printer
 
     try:
         envs = [make_object_env(level) for level in args.levels]
@@ -111,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
           f"  run directory: {out}", flush=True)
     try:
         with llm, WorldCoderAgent(llm, config, run_dir=out,
-                                  progress=None if args.quiet else progress_printer()) as agent:
+                                  progress=None if args.quiet else agent_progress_printer()) as agent:
             for env in envs:
                 row = summary_row(agent.run_level(env))
                 print(f"{row['level']}: {row['successes']} successes in {row['episodes']} episodes, "

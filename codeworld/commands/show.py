@@ -3,7 +3,7 @@
 The summary gives the best score after each call, the mix of actions (and how many of each gave
 a buggy program), the accounting and the path of the best program. The report page
 (``report.html`` in the run directory unless ``--html`` says otherwise; ``--open`` opens it) is
-built by `codeworld.commands.report_page`: the score against calls, the search tree, each call's
+built by `codeworld.reports`: the score against calls, the search tree, each call's
 program, prompt and answer, the best program, its mispredicted transitions, repairs, fits and
 planning returns. An agent run (``codeworld agent``) is summarized per level and per rewrite;
 each rewrite is a synthesis run of its own (``RUN_DIR/rewrites/NNNN``) that ``show`` reads too.
@@ -77,7 +77,7 @@ def format_summary(summary: dict) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from codeworld.commands.report_page import summarize
+    from codeworld.reports import summarize
     from codeworld.synthesis import RunDir
 
     path = Path(args.run_dir)
@@ -93,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     picture = None
     if not args.no_picture:
-        from codeworld.commands.report_page import write_run_page
+        from codeworld.reports import write_run_page
 
         picture = write_run_page(path, args.html)
         summary["picture"] = str(picture)
@@ -110,34 +110,9 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def agent_summary(path: Path) -> dict:
-    """An agent run as data: its config, a row per level, a record per rewrite."""
-    from codeworld.synthesis import RunDir
-
-    accounting: dict = {}  # written after the first level; a run on its first level has none
-    if (path / "accounting.json").is_file():
-        try:
-            accounting = json.loads((path / "accounting.json").read_text(encoding="utf-8"))
-        except ValueError as exc:
-            raise ValueError(f"{path / 'accounting.json'} cannot be read: {exc}") from None
-    rewrites = []
-    for folder in sorted((path / "rewrites").glob("[0-9]*")):
-        run_dir = RunDir(folder)
-        if not run_dir.exists():
-            continue
-        spec = run_dir.spec
-        tree = run_dir.read_json("tree.json") if (folder / "tree.json").is_file() else {}
-        programs = tree.get("programs") or []
-        rewrites.append({"index": int(folder.name), "level": spec.extra.get("level"),
-                         "reason": spec.extra.get("reason"), "status": str(spec.status),
-                         "calls": len(programs), "best": max((0.0 if p["buggy"] else p["score"]
-                                                               for p in programs), default=None),
-                         "run_dir": str(folder)})
-    return {"run_dir": str(path), "config": accounting.get("config", {}),
-            "levels": accounting.get("levels", []), "rewrites": rewrites}
-
-
 def _show_agent_run(path: Path, args: argparse.Namespace) -> int:
+    from codeworld.reports import agent_summary
+
     try:
         summary = agent_summary(path)
     except ValueError as exc:

@@ -1,0 +1,13 @@
+"""Report pages, run summaries and plots.
+
+`write_run_page` draws a synthesis run's self-contained HTML page (``codeworld show``),
+`write_grid_page` a benchmark grid's; `summarize` and `agent_summary` read a run directory into
+data; `line_plot` draws inline SVG curves. See `codeworld.reports.pages` for what a page holds.
+"""
+
+from codeworld.reports.pages import (REPORT_FILE, grid_page, line_plot, run_page, tree_svg, write_grid_page,
+                                     write_run_page)
+from codeworld.reports.summaries import agent_summary, summarize, tree_nodes
+
+__all__ = ["REPORT_FILE", "agent_summary", "grid_page", "line_plot", "run_page", "summarize", "tree_nodes",
+           "tree_svg", "write_grid_page", "write_run_page"]

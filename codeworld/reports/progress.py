@@ -1,0 +1,34 @@
+"""Progress lines of a long run, printed as it goes: one per LLM call, rewrite and episode of an
+agent run (the events `codeworld.agent.WorldCoderAgent` gives its ``progress`` callback)."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+
+def agent_progress_printer(stream=None, started: float | None = None):
+    """A line per LLM call, rewrite and episode of an agent run."""
+    stream = stream or sys.stdout
+    started = time.perf_counter() if started is None else started
+
+    def show(e: dict) -> None:
+        clock = f"{time.perf_counter() - started:6.0f}s"
+        if e["event"] == "call":
+            status = "buggy" if e["buggy"] else f"{e['score']:.3f}"
+            copy = f"  (a copy of {e['duplicate_of']})" if e.get("duplicate_of") is not None else ""
+            line = (f"    call {e['call'] + 1}/{e['budget']} {e['action']:<8} -> {status:<6} "
+                    f"best {e['best']:.3f}  tokens {e['tokens']:,}{copy}")
+        elif e["event"] == "rewrite":
+            verdict = "accepted" if e["accepted"] else "not accepted"
+            line = (f"  {e['level']}: rewrite {e['index'] + 1} ({e['reason']}) after "
+                    f"{e['env_steps']} steps: {e['calls']} calls, {verdict}; level total "
+                    f"{e['llm_calls']} calls, {e['level_tokens']:,} tokens")
+        else:
+            outcome = "success" if e["success"] else "no success"
+            line = (f"  {e['level']}: episode {e['episode'] + 1}: {outcome} in {e['steps']} steps"
+                    f" ({e['contradictions']} contradictions); level total {e['env_steps']} steps, "
+                    f"{e['llm_calls']} calls")
+        print(f"{line}  {clock}", file=stream, flush=True)
+
+    return show

@@ -1,0 +1,12 @@
+"""Training policies inside a code world model (stable-baselines3, the ``train`` extra).
+
+`train_policy` trains a policy on a model as a vectorized environment, with none of the real
+environment's steps, and evaluates it on the real environment; `ALGORITHMS` names the algorithms
+it offers. The adapters to stable-baselines3 live in `codeworld.training.sb3`.
+"""
+
+from codeworld.training.algorithms import ALGORITHMS, INSTALL_HINT, Algorithm, algorithm_kwargs
+from codeworld.training.train import ModelFailedError, TrainResult, evaluate_policy_on_real_env, train_policy
+
+__all__ = ["ALGORITHMS", "INSTALL_HINT", "Algorithm", "ModelFailedError", "TrainResult", "algorithm_kwargs",
+           "evaluate_policy_on_real_env", "train_policy"]
