@@ -9,10 +9,11 @@ from pathlib import Path
 import pytest
 
 from codeworld.experiments import Job
-from codeworld.experiments.apps import (
-    AppsEvaluator, AppsPrompts, load_problems, outputs_match, run_apps_job, run_tests, search_tests,
-)
+from codeworld.experiments.apps import run_apps_job
 from codeworld.synthesis.types import FIX, GENERATE, IMPROVE, Request
+from codeworld.worlds.apps.apps import (
+    AppsEvaluator, AppsPrompts, load_problems, outputs_match, run_tests, search_tests,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 PROBLEMS = ROOT / "benchmarks" / "apps_problems"

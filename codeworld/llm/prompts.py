@@ -1,6 +1,6 @@
 """Prompt templates and the one function that fills them (the templates live beside the code that
 uses them: the world-model prompts in ``codeworld/worlds/cwmb/prompts/``, the agent's in
-``codeworld/worlds/objects/prompts/``, APPS's in ``codeworld/experiments/prompts/``).
+``codeworld/worlds/objects/prompts/``, APPS's in ``codeworld/worlds/apps/prompts/``).
 
 A template file has sections that become chat messages, each opened by a line
 ``=== system ===``, ``=== user ===`` or ``=== assistant ===``; a final assistant section is a
