@@ -92,7 +92,8 @@ def run(args: argparse.Namespace) -> int:
     from codeworld.envs.arguments import spec_from_args
     from codeworld.model import ModelSourceError, check_model_source
     from codeworld.overrides import config_with_overrides, parse_overrides
-    from codeworld.planning import evaluate, get_planner, make_config
+    from codeworld.planning import evaluate, get_planner
+    from codeworld.planning.protocol import default_config
     from codeworld.planning.evaluate import DEFAULT_DECISION_TIMEOUT_S
 
     try:
@@ -111,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
               f"{spec.env_id} has {kind} ones", file=sys.stderr)
         return EXIT_USAGE
     try:
-        config = config_with_overrides(make_config(planner.name), parse_overrides(args.set))
+        config = config_with_overrides(default_config(spec, args.max_steps, planner.name), parse_overrides(args.set))
     except (TypeError, ValueError) as exc:
         print(f"codeworld plan: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -3,9 +3,11 @@
 Every policy plays the same seeded episodes of the real Gymnasium environment (episode ``i``
 resets with seed ``seed + i``). The normalized return of the CWMB paper is
 ``(R_cwm - R_random) / (R_oracle - R_random)``; where oracle and random tie it is undefined and
-reported as None, not as a number. Random and oracle results are cached on disk per environment,
-planner config, seed, episode count and step cap (under ``$CODEWORLD_CACHE_DIR/eval``, by default
-``~/.cache/codeworld/eval``), since the oracle is by far the slowest of the three.
+reported as None, not as a number. Random and oracle results are read from the package's reference
+table when it holds them (`codeworld.planning.protocol`: computed once per environment, seed and
+protocol), else cached on disk per environment, planner config, seed, episode count and step cap
+(under ``$CODEWORLD_CACHE_DIR/eval``, by default ``~/.cache/codeworld/eval``), since the oracle is
+by far the slowest of the three.
 
 The CWM is untrusted: it is loaded in a sandbox worker and planned with there
 (`codeworld.planning.ops`); the real environment stays here and sends it one state per decision.
@@ -25,7 +27,8 @@ from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
 
 from codeworld.planning.planners import ModelAccess, decision_seed
-from codeworld.planning.registry import (SPEED_ONLY_FIELDS, config_to_dict, get_planner, make_config, make_planner,
+from codeworld.planning.protocol import Protocol, default_config, get_protocol
+from codeworld.planning.registry import (SPEED_ONLY_FIELDS, config_to_dict, get_planner, make_planner,
                                          planner_of)
 
 if TYPE_CHECKING:
@@ -102,6 +105,7 @@ class PlanEvaluation:
         env_id, seed, episodes, max_steps: the protocol.
         config: the planner config (as a dict with its planner name).
         random, oracle, model: each policy's returns (None when not run).
+        protocol: the named protocol it followed, if one was named.
     """
 
     env_id: str
@@ -112,6 +116,7 @@ class PlanEvaluation:
     random: ReturnStats | None = None
     oracle: ReturnStats | None = None
     model: ReturnStats | None = None
+    protocol: str | None = None
 
     @property
     def normalized_return(self) -> float | None:
@@ -141,6 +146,7 @@ class PlanEvaluation:
             "episodes": self.episodes,
             "seed": self.seed,
             "max_steps": self.max_steps,
+            "protocol": self.protocol,
             "config": self.config,
             "return_model": mean(self.model),
             "return_random": mean(self.random),
@@ -220,8 +226,9 @@ def run_oracle(spec: EnvSpec, config=None, episodes: int = 10, seed: int = 0, ma
     """Returns of the planner using the true simulator as its model (restored per simulated step)."""
     from codeworld.planning.oracle import OracleModel
 
-    config = config or make_config(spec.planner)
-    oracle = OracleModel(spec)
+    config = config or default_config(spec, max_steps)
+    # MuJoCo's threads for the native oracle: the planner's own count (plans do not depend on it).
+    oracle = OracleModel(spec, threads=getattr(config, "threads", 1))
     planner = make_planner(config, spec)
     access = ModelAccess(step_batch=oracle.step_batch, oracle=True)
     try:
@@ -250,7 +257,7 @@ def run_model(spec: EnvSpec, source: str, config=None, episodes: int = 10, seed:
     from codeworld.model_worker import ModelWorker
     from codeworld.sandbox import SandboxLimits
 
-    config = config or make_config(spec.planner)
+    config = config or default_config(spec, max_steps)
     from codeworld.model import ModelSourceError
 
     limits = limits or SandboxLimits(timeout_s=decision_timeout_s, preload_numba=compile)
@@ -286,6 +293,11 @@ def run_model(spec: EnvSpec, source: str, config=None, episodes: int = 10, seed:
     return stats
 
 
+def oracle_key_config(config: dict) -> dict:
+    """A planner config as oracle results are keyed by: without the fields that change only speed."""
+    return {k: v for k, v in config.items() if k not in SPEED_ONLY_FIELDS}
+
+
 # -- caching --------------------------------------------------------------------------------------
 
 
@@ -310,19 +322,29 @@ def _cache_key(policy: str, env_id: str, config: dict | None, episodes: int, see
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:24]
 
 
+def _stats_from(data: dict) -> ReturnStats:
+    data = dict(data)
+    data.pop("mean", None)
+    data.pop("stderr", None)
+    stats = ReturnStats(**data)
+    stats.cached = True
+    return stats
+
+
 def _cached(policy: str, spec: EnvSpec, config: dict | None, episodes: int, seed: int, max_steps: int | None,
             use_cache: bool, compute: Callable[[], ReturnStats]) -> ReturnStats:
     from codeworld.envs.derive import safe_name
+    from codeworld.planning.protocol import find_reference, reference_key
+
+    if use_cache:
+        entry = find_reference(reference_key(policy, spec.env_id, config, episodes, seed, max_steps))
+        if entry is not None:
+            return _stats_from(entry["stats"])
 
     key = _cache_key(policy, spec.env_id, config, episodes, seed, max_steps)
     path = cache_dir() / f"{safe_name(spec.env_id)}-{policy}-{key}.json"
     if use_cache and path.exists():
-        data = json.loads(path.read_text())
-        data.pop("mean", None)
-        data.pop("stderr", None)
-        stats = ReturnStats(**data)
-        stats.cached = True
-        return stats
+        return _stats_from(json.loads(path.read_text()))
     stats = compute()
     if use_cache and stats.ok:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -345,7 +367,7 @@ UNLIMITED_ENV_MAX_STEPS = 100
 def evaluate(env: EnvSpec | str, source: str | None = None, config=None, *, episodes: int = 10, seed: int = 0,
              max_steps: int | None = None, policies: tuple[str, ...] = POLICIES, use_cache: bool = True,
              decision_timeout_s: float = DEFAULT_DECISION_TIMEOUT_S, compile: bool = True,
-             progress: Progress | None = None) -> PlanEvaluation:
+             progress: Progress | None = None, protocol: str | Protocol | None = None) -> PlanEvaluation:
     """Evaluate a code world model by the return its planner earns on the real environment.
 
     Args:
@@ -353,7 +375,8 @@ def evaluate(env: EnvSpec | str, source: str | None = None, config=None, *, epis
             simulator).
         source: the model program (needed when ``"model"`` is in `policies`).
         config: a registered planner's config, such as an `MctsConfig` or `CemConfig` (default:
-            the paper's, for the env's planner).
+            the paper's, for the env's planner, its plans no longer than an episode may run;
+            `codeworld.planning.protocol.default_config`).
         episodes: seeded episodes per policy (paper: 10).
         seed: episode ``i`` resets with ``seed + i``; planner seeds derive from it too.
         max_steps: cap on steps per episode (None: the env's own time limit, or
@@ -363,6 +386,11 @@ def evaluate(env: EnvSpec | str, source: str | None = None, config=None, *, epis
         decision_timeout_s: the longest one planning decision with the model may take.
         compile: try to compile the model with Numba (else it runs on the Python path).
         progress: called as ``progress(policy, episode, step)`` after every real step.
+        protocol: a named protocol (`codeworld.planning.protocol.PROTOCOLS`, e.g. ``"paper"``)
+            whose episodes and step cap replace `episodes` and `max_steps`.
+
+    Random and oracle returns come from the reference table when it holds them for this env,
+    seed, config, episodes and step cap (with `use_cache`), else from the cache, else are run.
     """
     from codeworld.envs import resolve_env
     from codeworld.planning.oracle import OracleUnavailable
@@ -371,20 +399,24 @@ def evaluate(env: EnvSpec | str, source: str | None = None, config=None, *, epis
     if not spec.simulator:
         raise ValueError(f"{spec.env_id} is logged data without a simulator: planning needs an "
                          "environment to act in (name a Gymnasium id instead)")
-    config = config or make_config(spec.planner)
-    cfg = config_to_dict(config)
+    if protocol is not None:
+        chosen = get_protocol(protocol)
+        episodes, max_steps = chosen.episodes, chosen.max_steps
     if max_steps is None and spec.max_episode_steps is None:
         max_steps = UNLIMITED_ENV_MAX_STEPS
+    config = config or default_config(spec, max_steps)
+    cfg = config_to_dict(config)
     unknown = set(policies) - set(POLICIES)
     if unknown:
         raise ValueError(f"unknown policies {sorted(unknown)} (known: {', '.join(POLICIES)})")
-    result = PlanEvaluation(spec.env_id, seed, episodes, max_steps, cfg)
+    result = PlanEvaluation(spec.env_id, seed, episodes, max_steps, cfg,
+                            protocol=None if protocol is None else get_protocol(protocol).name)
     if "random" in policies:
         result.random = _cached("random", spec, None, episodes, seed, max_steps, use_cache,
                                 lambda: run_random(spec, episodes, seed, max_steps, progress))
     if "oracle" in policies:
         try:
-            key_cfg = {k: v for k, v in cfg.items() if k not in SPEED_ONLY_FIELDS}
+            key_cfg = oracle_key_config(cfg)
             result.oracle = _cached("oracle", spec, key_cfg, episodes, seed, max_steps, use_cache,
                                     lambda: run_oracle(spec, config, episodes, seed, max_steps, progress))
         except OracleUnavailable as exc:
