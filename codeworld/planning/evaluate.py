@@ -298,6 +298,14 @@ def oracle_key_config(config: dict) -> dict:
     return {k: v for k, v in config.items() if k not in SPEED_ONLY_FIELDS}
 
 
+def reference_key_of(policy: str, result: PlanEvaluation) -> dict:
+    """The reference table's key of the random or oracle returns in `result`."""
+    from codeworld.planning.protocol import reference_key
+
+    config = oracle_key_config(result.config) if policy == "oracle" else None
+    return reference_key(policy, result.env_id, config, result.episodes, result.seed, result.max_steps)
+
+
 # -- caching --------------------------------------------------------------------------------------
 
 
