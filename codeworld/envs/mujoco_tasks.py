@@ -95,7 +95,7 @@ class MujocoTask:
 
 def _ctrl_cost(step: BatchStep, weight: float) -> np.ndarray:
     """``weight * sum(square(action))`` in the action's float32, as the environments compute it."""
-    return np.array([weight * np.sum(np.square(a)) for a in step.action], dtype=np.float64)
+    return (weight * np.sum(np.square(step.action), axis=1)).astype(np.float64)
 
 
 def _healthy_reward(env, healthy: np.ndarray) -> np.ndarray:
