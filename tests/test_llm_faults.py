@@ -49,8 +49,9 @@ class Handler(BaseHTTPRequestHandler):
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         if not os.path.exists(MARKER):
-            with open(MARKER, "w") as marker:
+            with open(MARKER + ".tmp", "w") as marker:
                 marker.write(str(os.getpid()))
+            os.replace(MARKER + ".tmp", MARKER)  # the test sees the marker whole
             time.sleep(600)
         self.send({"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
                    "choices": [{"index": 0, "finish_reason": "stop",
@@ -97,11 +98,46 @@ def fake_native(tmp_path, monkeypatch):
         local.shutdown_server()
 
 
+class _ExitNotYetSeen:
+    """A server process whose exit cannot be read until codeworld ends it (terminate or kill):
+    the moment between a killed process closing its sockets and its exit being readable,
+    stretched as far as a busy machine may stretch it."""
+
+    def __init__(self, popen: subprocess.Popen):
+        self._popen = popen
+        self._ended = False
+
+    def poll(self):
+        return self._popen.poll() if self._ended else None
+
+    def wait(self, timeout=None):
+        if not self._ended:
+            raise subprocess.TimeoutExpired(self._popen.args, timeout)
+        return self._popen.wait(timeout)
+
+    def terminate(self):
+        self._ended = True
+        self._popen.terminate()
+
+    def kill(self):
+        self._ended = True
+        self._popen.kill()
+
+    def __getattr__(self, name):
+        return getattr(self._popen, name)
+
+
+@pytest.mark.parametrize("exit_seen", [True, False], ids=["exit-seen", "exit-not-yet-seen"])
 def test_a_server_killed_during_a_call_is_restarted_and_the_call_counted_once(fake_native, tmp_path,
-                                                                              capsys):
+                                                                              capsys, exit_seen):
+    # No retry is expected; were one made, a fake sleep keeps the failure quick.
     llm = make_llm("local", options=local.LocalOptions(engine="native", threads=1),
-                   cache_dir=str(tmp_path / "cache"), run_dir=str(tmp_path / "run"))
+                   cache_dir=str(tmp_path / "cache"), run_dir=str(tmp_path / "run"),
+                   sleep=lambda s: None)
     first = llm.backend.server.pid
+    if not exit_seen:
+        process = llm.backend.server._process
+        process._process = _ExitNotYetSeen(process._process)
 
     def kill_while_in_flight():
         _wait_for(fake_native)

@@ -441,21 +441,26 @@ class LocalServer:
         server answers ``/health``."""
         if self._process is not None:
             return self._process.alive()
-        if self._server is None:
-            return False
+        return self._server is not None and self._answers()
+
+    def stopped(self) -> bool:
+        """True when the server no longer serves: its process has ended, or it does not answer
+        ``/health``. Asked after a request's connection failed: a killed native process closes
+        its sockets a moment before its exit can be read, and a dying process never answers, so
+        the answer does not depend on how soon the exit is seen."""
+        if self._process is None and self._server is None:
+            return True
+        if self._process is not None and not self._process.alive():
+            return True
+        return not self._answers()
+
+    def _answers(self, timeout_s: float = 10.0) -> bool:
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=10) as answer:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health",
+                                        timeout=timeout_s) as answer:
                 return answer.status == 200
         except OSError:
             return False
-
-    def stopped(self, grace_s: float = 2.0) -> bool:
-        """True when the server has stopped, waiting up to `grace_s` for a native process to be
-        seen gone: a killed process closes its sockets, which is what a client sees, a moment
-        before its exit can be read."""
-        if self._process is not None:
-            return self._process.exits_within(grace_s)
-        return not self.alive()
 
     def request(self, body: dict, timeout_s: float = 1800.0) -> dict:
         """One chat-completions request as llama.cpp answers it, its ``timings`` included
@@ -586,8 +591,9 @@ class LocalBackend:
     server already running there (one that `serve_for_workers` started) and starts none.
 
     When the server this process runs stops during a request (the request's connection fails and
-    the server is gone), the backend starts a new one (`restart_server`) and sends the request
-    again, once: the caller sees one call.
+    the server has exited or does not answer ``/health``: `LocalServer.stopped`), the backend
+    closes it, starts a new one (`restart_server`) and sends the request again, once: the caller
+    sees one call.
     """
 
     name = "local"

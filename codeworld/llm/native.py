@@ -301,14 +301,6 @@ class NativeProcess:
         """True while the process runs."""
         return self._process.poll() is None
 
-    def exits_within(self, seconds: float) -> bool:
-        """True when the process has ended or ends within `seconds`."""
-        try:
-            self._process.wait(timeout=seconds)
-        except subprocess.TimeoutExpired:
-            return False
-        return True
-
     def log_tail(self, lines: int = 20) -> str:
         self._log.seek(0)
         return "".join(self._log.read().decode(errors="replace").splitlines(True)[-lines:])
