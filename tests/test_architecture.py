@@ -9,6 +9,9 @@
   sandbox takes an op, and the sandbox refuses one.
 * Command modules are the top layer: only the CLI (and the commands themselves) import
   ``codeworld.commands``; no library module and no benchmark script does.
+* One registry type: a name-to-thing table that grows at run time is a ``codeworld.registry.Registry``;
+  no other module keeps a dict that a ``register*`` function adds to, or computes close matches
+  (``difflib``).
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ FRONT_DOORS = {"codeworld", "codeworld.__main__", "codeworld.cli"}
 # The command-line layer, and the modules that may import it besides its own.
 COMMANDS = f"{PACKAGE}.commands"
 COMMAND_IMPORTERS = {"codeworld.cli"}
+# The one home of registries and of close matches.
+REGISTRY_MODULE = f"{PACKAGE}.registry"
 # The sandbox's methods that take an op first.
 OP_METHODS = {"call", "begin"}
 
@@ -120,6 +125,55 @@ def command_imports(root: Path = ROOT, scripts=()) -> list[str]:
     return found
 
 
+def _is_dict(value: ast.expr | None, annotation: ast.expr | None = None) -> bool:
+    """Whether a module-level binding makes a dict: a literal, a comprehension, ``dict(...)``, or
+    an annotation ``dict[...]``."""
+    if isinstance(value, (ast.Dict, ast.DictComp)):
+        return True
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in {
+            "dict", "OrderedDict", "defaultdict"}:
+        return True
+    if isinstance(annotation, ast.Subscript):
+        annotation = annotation.value
+    return isinstance(annotation, ast.Name) and annotation.id in {"dict", "Dict"}
+
+
+def registry_bodies(root: Path = ROOT) -> list[str]:
+    """``module:line what`` for each registry written by hand outside ``codeworld.registry``: a
+    module-level dict that a ``register*`` function of its module adds to (``TABLE[name] = entry``,
+    ``TABLE.update(...)``, ``TABLE.setdefault(...)``), or an import of ``difflib`` (the close
+    matches of an unknown name are the registry's). A cache the module fills elsewhere is no
+    registry."""
+    found = []
+    for module, path in _modules(root).items():
+        if module == REGISTRY_MODULE:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        tables = set()
+        for node in tree.body:
+            if isinstance(node, ast.Assign) and _is_dict(node.value):
+                tables |= {target.id for target in node.targets if isinstance(target, ast.Name)}
+            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and _is_dict(
+                    node.value, node.annotation):
+                tables.add(node.target.id)
+        for function in ast.walk(tree):
+            if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) or not (
+                    function.name.lstrip("_").startswith("register")):
+                continue
+            for node in ast.walk(function):
+                targets = node.targets if isinstance(node, ast.Assign) else []
+                found.extend(f"{module}:{node.lineno} {target.value.id}[...] =" for target in targets
+                             if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name)
+                             and target.value.id in tables)
+                if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                        and node.func.attr in {"update", "setdefault"} and isinstance(node.func.value, ast.Name)
+                        and node.func.value.id in tables):
+                    found.append(f"{module}:{node.lineno} {node.func.value.id}.{node.func.attr}(...)")
+        found.extend(f"{module}:{line} {target}" for line, target, _ in _imports(path, module)
+                     if target == "difflib")
+    return sorted(set(found))
+
+
 def ops_by_name(paths, base: Path = REPO) -> list[str]:
     """``file:line`` for each ``x.call("...")`` / ``x.begin("...")`` in `paths`: an op passed as a
     string."""
@@ -150,6 +204,11 @@ def test_no_call_site_names_an_op_by_a_string():
 def test_only_the_cli_imports_the_command_modules():
     # library modules (codeworld.agent.ppo among them) and benchmark scripts call the library
     assert command_imports(scripts=sorted((REPO / "benchmarks").glob("*.py"))) == []
+
+
+def test_every_registry_is_a_registry():
+    # planners, synthesis methods, LLM backends, environments, agent families, algorithms, executors
+    assert registry_bodies() == []
 
 
 def test_the_sandbox_refuses_an_op_given_by_name():
@@ -197,3 +256,21 @@ def test_the_command_check_sees_a_library_module_or_script_that_imports_a_comman
     assert sorted(command_imports(package, [script])) == [
         "bench:1 codeworld.commands.report_page", "codeworld.agent.loop:1 codeworld",
         "codeworld.agent.ppo:2 codeworld.commands.train"]
+
+
+def test_the_registry_check_sees_a_second_registry_body(tmp_path):
+    package = tmp_path / PACKAGE
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "registry.py").write_text(  # the one home: left alone
+        "import difflib\n_ENTRIES = {}\ndef register(name, entry):\n    _ENTRIES[name] = entry\n")
+    (package / "planners.py").write_text(
+        "PLANNERS: dict[str, type] = {}\n"
+        "def register_planner(name, cls):\n    PLANNERS[name] = cls\n"
+        "def get_planner(name):\n    import difflib\n    return PLANNERS[name]\n")
+    (package / "tables.py").write_text(  # constant tables, local dicts and caches are no registries
+        "MOVES = {0: (0, 1)}\nFAMILIES = dict(a=1)\n_CACHE = {}\n"
+        "def moves(key):\n    out = {}\n    out[0] = _CACHE[key] = MOVES[0]\n    return out\n"
+        "def register_family(name):\n    FAMILIES.update({name: 2})\n")
+    assert registry_bodies(package) == ["codeworld.planners:3 PLANNERS[...] =", "codeworld.planners:5 difflib",
+                                        "codeworld.tables:9 FAMILIES.update(...)"]

@@ -83,7 +83,7 @@ def greedy_planner(tmp_path, monkeypatch):
     import greedy_planner_plugin  # noqa: F401  (registers the planner)
 
     yield
-    PLANNERS.pop("greedy", None)
+    PLANNERS.unregister("greedy")
     sys.modules.pop("greedy_planner_plugin", None)
 
 
@@ -126,7 +126,7 @@ class EchoBackend:
 
 
 def test_a_registered_llm_backend_is_chosen_by_its_name(capsys, monkeypatch):
-    monkeypatch.setattr(backends, "_REGISTRY", dict(backends._REGISTRY))  # restored after the test
+    monkeypatch.setattr(backends, "_REGISTRY", backends._REGISTRY.copy())  # restored after the test
     register_backend("echo", lambda arg, options: EchoBackend(arg))
 
     assert make_llm("echo:shout").complete([{"role": "user", "content": "hi"}]).text == "HI"
@@ -194,7 +194,7 @@ def test_a_registered_synthesis_method_runs_through_synthesize(tmp_path, capsys)
     try:
         _synthesize_with_first_draft(tmp_path, capsys)
     finally:
-        METHODS.pop("first-draft")
+        METHODS.unregister("first-draft")
 
 
 def _synthesize_with_first_draft(tmp_path, capsys):

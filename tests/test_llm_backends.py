@@ -372,7 +372,7 @@ def test_a_backend_in_a_module_of_its_own_is_used_from_the_cli(tmp_path, monkeyp
 
     (tmp_path / "echo_backend.py").write_text(ECHO_MODULE)
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(backends, "_REGISTRY", dict(backends._REGISTRY))  # restored after the test
+    monkeypatch.setattr(backends, "_REGISTRY", backends._REGISTRY.copy())  # restored after the test
 
     # Named as MODULE:FACTORY[:ARG], with its setting given by name: no registration at all.
     assert main(["llm", "--llm", "echo_backend:EchoBackend:loud", "--llm-set", "shout=true",

@@ -14,6 +14,7 @@ from codeworld.agent.household import LEVELS as HOUSEHOLD_LEVELS
 from codeworld.agent.household import make_household
 from codeworld.agent.minigrid_env import LEVEL_IDS, MiniGridEnv
 from codeworld.agent.sokoban import LEVELS, make_sokoban
+from codeworld.registry import Registry
 
 
 class ObjectEnv(Protocol):
@@ -33,16 +34,16 @@ class ObjectEnv(Protocol):
     def close(self) -> None: ...
 
 
-FAMILIES: dict[str, Callable[..., Any]] = {
+FAMILIES: Registry[Callable[..., Any]] = Registry("agent env family", {
     "sokoban": make_sokoban,
     "minigrid": MiniGridEnv,
     "household": make_household,
-}
+})
 
 
 def register_family(name: str, factory: Callable[..., Any]) -> None:
     """Add an environment family: ``factory(level, max_steps=...)`` builds one level."""
-    FAMILIES[name] = factory
+    FAMILIES.register(name, factory, replace=True)
 
 
 def list_levels() -> list[str]:
@@ -64,4 +65,4 @@ def make_object_env(name: str, max_steps: int | None = None) -> ObjectEnv:
         raise KeyError(f"unknown agent env {name!r}: use FAMILY:LEVEL with FAMILY in "
                        f"{sorted(FAMILIES)}; bundled: {', '.join(list_levels())}")
     kwargs = {} if max_steps is None else {"max_steps": max_steps}
-    return FAMILIES[family](level, **kwargs)
+    return FAMILIES.get(family)(level, **kwargs)

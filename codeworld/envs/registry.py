@@ -50,7 +50,6 @@ MuJoCo >= 3 (Gymnasium issue 950), so codeworld's ``Pusher-v4`` is made from Gym
 
 from __future__ import annotations
 
-import difflib
 import importlib
 import math
 import sys
@@ -62,6 +61,7 @@ import numpy as np
 
 from codeworld.envs import simstate
 from codeworld.envs.simstate import SimState
+from codeworld.registry import Registry, close_matches
 
 DISCRETE = "discrete"
 CONTINUOUS = "continuous"
@@ -476,11 +476,11 @@ _SPECS: tuple[EnvSpec, ...] = (
 )
 EXTRA_ENVS = ("RTFM-v0",)
 
-REGISTRY: dict[str, EnvSpec] = {spec.env_id: spec for spec in _SPECS}
+REGISTRY: Registry[EnvSpec] = Registry("CWMB environment", {spec.env_id: spec for spec in _SPECS})
 ALIASES: dict[str, str] = {spec.paper_id: spec.env_id for spec in _SPECS if spec.paper_id != spec.env_id}
 # Specs made at run time: registered (`register_env`) or derived from a Gymnasium id or a dataset
 # on first use; looked up by their id like the registry's.
-_RUNTIME: dict[str, EnvSpec] = {}
+_RUNTIME: Registry[EnvSpec] = Registry("environment")
 # What `get_spec` asks, in order, about an id it holds no spec for (`add_resolver`).
 _RESOLVERS: list[Callable[[str], EnvSpec | None]] = []
 
@@ -502,13 +502,13 @@ def add_resolver(resolve: Callable[[str], EnvSpec | None]) -> None:
 
 def runtime_spec(env_id: str) -> EnvSpec | None:
     """The spec made for `env_id` in this process (registered, or resolved before), or None."""
-    return _RUNTIME.get(env_id)
+    return _RUNTIME.get(env_id) if env_id in _RUNTIME else None
 
 
 def unknown_env_error(env_id: str, detail: str | None = None) -> UnknownEnvError:
     """The error for an id nobody knows: `detail` in brackets, close CWMB ids, and what is accepted."""
     known = list(REGISTRY) + list(ALIASES)
-    close = difflib.get_close_matches(env_id, known, n=3, cutoff=0.5)
+    close = close_matches(env_id, known, cutoff=0.5)
     if not close:
         lowered = env_id.lower().split("-")[0]
         close = [k for k in REGISTRY if lowered and lowered in k.lower()][:3]
@@ -544,22 +544,22 @@ def get_spec(env_id: str) -> EnvSpec:
     if not isinstance(env_id, str):
         raise TypeError(f"get_spec looks up an environment id (a str), got {type(env_id).__name__}; "
                         "resolve_env takes an EnvSpec too")
-    spec = REGISTRY.get(env_id) or REGISTRY.get(ALIASES.get(env_id, ""))
-    if spec is not None:
+    cwmb_id = env_id if env_id in REGISTRY else ALIASES.get(env_id)
+    if cwmb_id is not None:
+        spec = REGISTRY.get(cwmb_id)
         if spec.module is not None and spec.module not in sys.modules:
             importlib.import_module(spec.module)
         return spec
-    spec = _RUNTIME.get(env_id)
-    if spec is not None:
-        return spec
+    if env_id in _RUNTIME:
+        return _RUNTIME.get(env_id)
     for resolve in _RESOLVERS:
         spec = resolve(env_id)
         if spec is not None:
             break
     else:
         raise unknown_env_error(env_id)
-    _RUNTIME[spec.env_id] = spec
-    _RUNTIME[env_id] = spec
+    _RUNTIME.register(spec.env_id, spec, replace=True)
+    _RUNTIME.register(env_id, spec, replace=True)
     return spec
 
 
@@ -589,9 +589,10 @@ def register_spec(spec: EnvSpec) -> EnvSpec:
     """
     if spec.env_id in REGISTRY or spec.env_id in ALIASES:
         raise ValueError(f"{spec.env_id} is a CWMB environment; register yours under another id")
-    for key in [k for k, v in _RUNTIME.items() if v.env_id == spec.env_id]:
-        del _RUNTIME[key]
-    _RUNTIME[spec.env_id] = spec
+    for key, known in _RUNTIME.items():
+        if known.env_id == spec.env_id:
+            _RUNTIME.unregister(key)
+    _RUNTIME.register(spec.env_id, spec, replace=True)
     return spec
 
 

@@ -29,6 +29,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from codeworld.experiments.jobs import Job
 from codeworld.experiments.store import FAILED, FINISHED, ResultsStore
+from codeworld.registry import Registry
 
 JobFunction = Callable[[Job, str], dict]
 
@@ -199,16 +200,20 @@ class RayExecutor(Executor):
             self._started = False
 
 
-EXECUTORS: dict[str, Callable[..., Executor]] = {"local": LocalExecutor, "ray": RayExecutor}
+# Each executor's factory takes `make_executor`'s settings and uses those that concern it.
+EXECUTORS: Registry[Callable[..., Executor]] = Registry("executor", {
+    "local": lambda *, workers=None, address=None: LocalExecutor(workers),
+    "ray": lambda *, workers=None, address=None: RayExecutor(address),
+})
 
 
 def make_executor(name: str = "local", *, workers: int | None = None, address: str | None = None) -> Executor:
-    """The executor called `name` (``"local"`` or ``"ray"``)."""
-    if name == "local":
-        return LocalExecutor(workers)
-    if name == "ray":
-        return RayExecutor(address)
-    raise KeyError(f"unknown executor {name!r} (known: {', '.join(EXECUTORS)})")
+    """The executor called `name` (``"local"`` or ``"ray"``).
+
+    Raises:
+        KeyError: an unknown executor (the message names close matches and the known ones).
+    """
+    return EXECUTORS.get(name)(workers=workers, address=address)
 
 
 @dataclass

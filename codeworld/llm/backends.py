@@ -17,21 +17,37 @@ an optional dependency it needs) is imported only when it is chosen or its flags
 
 from __future__ import annotations
 
-import difflib
-import importlib
 import importlib.util
 import re
 from typing import Any, Callable
 
 from codeworld.llm.types import Backend
+from codeworld.registry import Registry, load_attribute
 
 BackendFactory = Callable[[str, Any], Backend]
-_REGISTRY: dict[str, str | BackendFactory] = {
-    "local": "codeworld.llm.local:LocalBackend",
-    "openai": "codeworld.llm.openai_compatible:OpenAIBackend",
-    "hf": "codeworld.llm.hf:HFBackend",
-    "scripted": "codeworld.llm.scripted:ScriptedBackend.from_spec",
-}
+
+
+def load_factory(entry: str) -> BackendFactory:
+    """The factory a ``"module:attribute"`` entry names (the attribute may be dotted:
+    ``Class.method``).
+
+    Raises:
+        ValueError: the module cannot be imported or has no such attribute.
+    """
+    target = load_attribute(entry, "LLM backend", noun="LLM backend factory")
+    if not callable(target):
+        raise ValueError(f"{entry} is not callable, so it cannot make an LLM backend")
+    return target
+
+
+_REGISTRY: Registry[BackendFactory] = Registry(
+    "LLM backend", {
+        "local": "codeworld.llm.local:LocalBackend",
+        "openai": "codeworld.llm.openai_compatible:OpenAIBackend",
+        "hf": "codeworld.llm.hf:HFBackend",
+        "scripted": "codeworld.llm.scripted:ScriptedBackend.from_spec",
+    }, unknown="unknown {kind} {name!r}{hint}; known: {known_sorted}, or MODULE:FACTORY for one defined elsewhere",
+    error=ValueError, load=load_factory)
 _MODULE = re.compile(r"[A-Za-z_][\w.]*")
 
 
@@ -45,7 +61,7 @@ def register_backend(name: str, factory: str | BackendFactory) -> None:
     """
     if not name.isidentifier():
         raise ValueError(f"backend name must be an identifier, got {name!r}")
-    _REGISTRY[name] = factory
+    _REGISTRY.register(name, factory, replace=True)
 
 
 def backend_names() -> list[str]:
@@ -57,33 +73,12 @@ def factories() -> dict[str, BackendFactory]:
     """The registered backends' factories by name, in registration order (each module is
     imported). A backend whose module cannot be imported is left out: choosing it says why."""
     out = {}
-    for name, entry in _REGISTRY.items():
+    for name in _REGISTRY:
         try:
-            out[name] = load_factory(entry) if isinstance(entry, str) else entry
+            out[name] = _REGISTRY.get(name)
         except ValueError:
             continue
     return out
-
-
-def load_factory(entry: str) -> BackendFactory:
-    """The factory a ``"module:attribute"`` entry names (the attribute may be dotted:
-    ``Class.method``).
-
-    Raises:
-        ValueError: the module cannot be imported or has no such attribute.
-    """
-    module_name, _, attribute = entry.partition(":")
-    try:
-        target: Any = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise ValueError(f"cannot import the LLM backend module {module_name!r}: {exc}") from None
-    for part in attribute.split("."):
-        if not hasattr(target, part):
-            raise ValueError(f"module {module_name!r} has no LLM backend factory {attribute!r}")
-        target = getattr(target, part)
-    if not callable(target):
-        raise ValueError(f"{entry} is not callable, so it cannot make an LLM backend")
-    return target
 
 
 def resolve(spec: str) -> tuple[BackendFactory, str]:
@@ -99,15 +94,11 @@ def resolve(spec: str) -> tuple[BackendFactory, str]:
     """
     name, _, rest = spec.strip().partition(":")
     if name in _REGISTRY:
-        entry = _REGISTRY[name]
-        return (load_factory(entry) if isinstance(entry, str) else entry), rest
+        return _REGISTRY.get(name), rest
     attribute, _, arg = rest.partition(":")
     if attribute and _MODULE.fullmatch(name) and importlib.util.find_spec(name.split(".")[0]):
         return load_factory(f"{name}:{attribute}"), arg
-    close = difflib.get_close_matches(name, _REGISTRY, n=3)
-    hint = f" (did you mean {', '.join(close)}?)" if close else ""
-    raise ValueError(f"unknown LLM backend {name!r}{hint}; known: {', '.join(backend_names())}, "
-                     "or MODULE:FACTORY for one defined elsewhere")
+    raise _REGISTRY.unknown_error(name)
 
 
 def options_class(factory: BackendFactory) -> type | None:

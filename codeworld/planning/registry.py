@@ -10,13 +10,13 @@ that defines it, so that a sandbox worker importing that module finds it too (se
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from codeworld.planning.cem import CemConfig, CemPlanner
 from codeworld.planning.mcts import MctsConfig, MctsPlanner
 from codeworld.planning.planners import Planner
+from codeworld.registry import Registry
 
 
 @dataclass(frozen=True)
@@ -47,14 +47,12 @@ class PlannerEntry:
         return "discrete" if self.discrete else "continuous"
 
 
-PLANNERS: dict[str, PlannerEntry] = {}
+PLANNERS: Registry[PlannerEntry] = Registry("planner")
 
 
 def register_planner(entry: PlannerEntry) -> PlannerEntry:
     """Add a planner to the registry (its name must be new)."""
-    if entry.name in PLANNERS:
-        raise ValueError(f"planner {entry.name!r} is already registered")
-    PLANNERS[entry.name] = entry
+    PLANNERS.register(entry.name, entry)
     return entry
 
 
@@ -72,12 +70,7 @@ def get_planner(name: str) -> PlannerEntry:
     Raises:
         KeyError: an unknown planner.
     """
-    try:
-        return PLANNERS[name]
-    except KeyError:
-        close = difflib.get_close_matches(name, PLANNERS, n=3)
-        hint = f" (did you mean {', '.join(close)}?)" if close else ""
-        raise KeyError(f"unknown planner {name!r}{hint} (known: {', '.join(PLANNERS)})") from None
+    return PLANNERS.get(name)
 
 
 def planner_of(config: Any) -> PlannerEntry:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import typing
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
+from codeworld.registry import Registry
 from codeworld.synthesis.config import ASSIST_ABLATIONS
 from codeworld.synthesis.gif_mcts import ACTION_ABLATIONS, GifMcts, GifMctsConfig
 from codeworld.synthesis.rex import Rex, RexConfig, ZeroShot, ZeroShotConfig
@@ -37,14 +37,12 @@ class Method:
         return self.search_class(config or self.config_class(), seed=seed)
 
 
-METHODS: dict[str, Method] = {}
+METHODS: Registry[Method] = Registry("synthesis method", unknown="unknown {kind} {name!r}{hint}; known: {known}")
 
 
 def register_method(method: Method) -> Method:
     """Add a method to the registry (its name must be new)."""
-    if method.name in METHODS:
-        raise ValueError(f"synthesis method {method.name!r} is already registered")
-    METHODS[method.name] = method
+    METHODS.register(method.name, method)
     return method
 
 
@@ -59,13 +57,7 @@ register_method(Method("zero-shot", ZeroShotConfig, ZeroShot,
 
 def get_method(name: str) -> Method:
     """The method called ``name``; the error lists close matches."""
-    try:
-        return METHODS[name]
-    except KeyError:
-        close = difflib.get_close_matches(name, METHODS, n=3)
-        hint = f" (did you mean {', '.join(close)}?)" if close else ""
-        raise KeyError(f"unknown synthesis method {name!r}{hint}; "
-                       f"known: {', '.join(METHODS)}") from None
+    return METHODS.get(name)
 
 
 def config_to_json(config: Any) -> dict:

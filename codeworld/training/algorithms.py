@@ -6,6 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from codeworld.registry import Registry
+
 INSTALL_HINT = "pip install 'codeworld[train]' (stable-baselines3 and a CPU build of torch)"
 
 
@@ -31,11 +33,11 @@ class Algorithm:
             "discrete" if self.discrete else "continuous")
 
 
-ALGORITHMS = {a.name: a for a in (
+ALGORITHMS: Registry[Algorithm] = Registry("algorithm", {a.name: a for a in (
     Algorithm("ppo", "PPO", discrete=True, continuous=True),
     Algorithm("dqn", "DQN", discrete=True, continuous=False),
     Algorithm("sac", "SAC", discrete=False, continuous=True),
-)}
+)})
 
 
 def algorithm_kwargs(given: Mapping[str, Any], algo: Algorithm, n_envs: int, steps: int) -> dict[str, Any]:

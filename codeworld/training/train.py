@@ -157,6 +157,7 @@ def train_policy(env: EnvSpec | str, source: str, *, algo: str = "ppo", steps: i
 
     Raises:
         UnknownEnvError: an unknown environment id.
+        KeyError: an unknown algorithm (close matches named).
         ModelSourceError: (a ValueError) `source` holds no world model.
         ValueError: logged data without a simulator, an algorithm that does not fit the actions,
             a count below 1, or keyword arguments the algorithm refuses (one-line messages).
@@ -170,7 +171,7 @@ def train_policy(env: EnvSpec | str, source: str, *, algo: str = "ppo", steps: i
     if not spec.simulator:
         raise ValueError(f"{spec.env_id} is logged data without a simulator: the trained policy is "
                          "evaluated on the real environment (name a Gymnasium id instead)")
-    algorithm = ALGORITHMS[algo]
+    algorithm = ALGORITHMS.get(algo)
     if not (algorithm.discrete if spec.discrete else algorithm.continuous):
         kind = "discrete" if spec.discrete else "continuous"
         raise ValueError(f"{algorithm.name} trains on {algorithm.actions} actions and {spec.env_id} has {kind} ones")
