@@ -1,17 +1,24 @@
 """Constant fitting: a program's numeric literals fitted to a replay buffer (structure from the
-LLM, numbers from the data). Used by synthesis and by ``codeworld fit``; never imports synthesis."""
+LLM, numbers from the data); and symbolic regression of one quantity from a table of inputs, for
+the rules a sparse linear fit misses (`regress_component`). Used by synthesis, the worlds and by
+``codeworld fit``; never imports synthesis."""
 
 from codeworld.fitting.config import FitConfig
-from codeworld.fitting.fit import FitResult, fit_constants, split_buffer
+from codeworld.fitting.fit import FitResult, fit_constants, heldout_rows, split_buffer
 from codeworld.fitting.literals import Literal, find_literals, parametrize, rewrite_literals
+from codeworld.fitting.regression import Expression, RegressionConfig, regress_component
 
 __all__ = [
+    "Expression",
     "FitConfig",
     "FitResult",
     "Literal",
+    "RegressionConfig",
     "find_literals",
     "fit_constants",
+    "heldout_rows",
     "parametrize",
+    "regress_component",
     "rewrite_literals",
     "split_buffer",
 ]

@@ -80,17 +80,23 @@ class FitResult:
 def split_buffer(buffer: ReplayBuffer, heldout_fraction: float) -> tuple[ReplayBuffer, ReplayBuffer]:
     """(training, held-out): every k-th episode held out, interleaved so both see early and late
     episodes; a buffer of a single episode is split by position (the last transitions held out)."""
-    n = len(buffer)
-    episodes, episode_of = np.unique(buffer.episode_start, return_inverse=True)
+    held = heldout_rows(buffer.episode_start, heldout_fraction)
+    return buffer.subset(~held), buffer.subset(held)
+
+
+def heldout_rows(groups, heldout_fraction: float) -> np.ndarray:
+    """Which rows `split_buffer` holds out, for rows labelled by episode (`groups`): those of
+    every k-th episode; with a single episode, the last rows."""
+    groups = np.asarray(groups)
+    n = len(groups)
+    episodes, episode_of = np.unique(groups, return_inverse=True)
     if len(episodes) >= 2:
         e = np.arange(len(episodes))
         held_episode = np.floor((e + 1) * heldout_fraction) > np.floor(e * heldout_fraction)
         if held_episode.all() or not held_episode.any():
             held_episode = e == len(episodes) - 1
-        held = held_episode[episode_of]
-    else:
-        held = np.arange(n) >= n - max(1, int(round(n * heldout_fraction)))
-    return buffer.subset(~held), buffer.subset(held)
+        return held_episode[episode_of]
+    return np.arange(n) >= n - max(1, int(round(n * heldout_fraction)))
 
 
 def _scorer_like(scorer: Any, buffer: ReplayBuffer):
