@@ -47,10 +47,11 @@ def config_with_overrides(config: Any, overrides: dict[str, Any]) -> Any:
             top[head] = text
     changes = {}
     hints = typing.get_type_hints(type(config))
+    fields = [f.name for f in dataclasses.fields(config)]  # not its class constants
     for key, text in top.items():
-        if key not in hints:
+        if key not in fields:
             raise TypeError(f"{type(config).__name__} has no field {key!r}; "
-                            f"fields: {', '.join(hints)}")
+                            f"fields: {', '.join(fields)}")
         changes[key] = parse_value(hints[key], text, key)
     for key, sub in nested.items():
         inner = getattr(config, key, None)

@@ -8,16 +8,16 @@ import sys
 
 import numpy as np
 
-from codeworld.commands import read_model_file
+from codeworld.commands import positive_int, read_model_file
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "check", help="check a world-model program: form, Numba compilation, one sandboxed step")
     parser.add_argument("model", help="path to the model program (.py)")
-    parser.add_argument("--state-dim", type=int, default=None,
+    parser.add_argument("--state-dim", type=positive_int, default=None,
                         help="state size for a trial step on zeros (omit to skip the step)")
-    parser.add_argument("--continuous", type=int, default=None, metavar="ACTION_DIM",
+    parser.add_argument("--continuous", type=positive_int, default=None, metavar="ACTION_DIM",
                         help="actions are float vectors of this size (default: discrete ints)")
     parser.add_argument("--no-compile", action="store_true", help="skip Numba compilation")
     parser.add_argument("--json", action="store_true", help="print a JSON record")

@@ -29,6 +29,7 @@ def run(args: argparse.Namespace) -> int:
     from codeworld.envs.arguments import spec_from_args
     from codeworld.envs.buffers import buffer_path, cached_buffer_path, save_buffer
     from codeworld.envs.collection import CollectionConfig, collect_buffer
+    from codeworld.synthesis.run_dir import check_output
 
     if args.episodes < 1 or args.max_steps < 1:
         print("codeworld collect: --episodes and --max-steps must be positive", file=sys.stderr)
@@ -36,6 +37,8 @@ def run(args: argparse.Namespace) -> int:
     config = CollectionConfig(episodes=args.episodes, max_steps=args.max_steps,
                               random_episodes=args.episodes // 2, seed=args.seed)
     try:
+        if args.out is not None:  # a folder to write into, checked before the work
+            check_output(args.out, folder=True)
         specs = [resolve_env(e) for e in list_envs()] if args.env == "all" else [spec_from_args(args)]
         for spec in specs:
             buffer = collect_buffer(spec, config)
@@ -48,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
                   f"{int(buffer.terminated.sum())} terminated, {int(buffer.truncated.sum())} truncated"
                   + ("" if "random_only" not in buffer.metadata["protocol"] else
                      f" (random episodes only: {spec.oracle_note})"))
-    except (UnknownEnvError, ValueError) as exc:
+    except (UnknownEnvError, ValueError, OSError) as exc:
         print(f"codeworld collect: {exc}", file=sys.stderr)
         return 2
     return 0

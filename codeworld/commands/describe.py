@@ -49,10 +49,13 @@ def run_describe(args: argparse.Namespace) -> int:
     from codeworld.envs.descriptions import describe, write_descriptions
 
     if args.write:
+        from codeworld.synthesis.run_dir import check_output
+
         env_ids = None if args.env == "all" else [args.env]
         try:
+            check_output(args.write, folder=True)
             paths = write_descriptions(args.write, env_ids)
-        except UnknownEnvError as exc:
+        except (UnknownEnvError, ValueError, OSError) as exc:
             print(f"codeworld describe: {exc}", file=sys.stderr)
             return 2
         for path in paths:

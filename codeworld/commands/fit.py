@@ -84,6 +84,7 @@ def run(args: argparse.Namespace) -> int:
     from codeworld.fitting import FitConfig, fit_constants
     from codeworld.model import ModelSourceError, check_model_source
     from codeworld.scoring import Scorer
+    from codeworld.synthesis.run_dir import check_output, write_atomic
 
     try:
         spec, source = spec_and_model(args)
@@ -97,12 +98,16 @@ def run(args: argparse.Namespace) -> int:
         config = FitConfig(method=args.method, max_evaluations=args.max_evals,
                            max_seconds=args.max_seconds, heldout_fraction=args.heldout)
         scorer = Scorer(spec, args.buffer, mode=args.mode, references=False)
-    except (BufferError, ValueError) as exc:
+        if args.out:  # before the fit, which it would be lost after
+            check_output(args.out)
+    except (BufferError, ValueError, OSError) as exc:
         return _fail(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
     result = fit_constants(source, scorer, config, compile=not args.no_compile)
     if args.out:
-        with open(args.out, "w", encoding="utf-8") as handle:
-            handle.write(result.source)
+        try:
+            write_atomic(args.out, result.source)
+        except OSError as exc:
+            return _fail(str(exc), 1)
     if args.json:
         print(json.dumps({**result.to_json(), "out": args.out}))
     else:

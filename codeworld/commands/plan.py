@@ -12,7 +12,7 @@ import argparse
 import json
 import sys
 
-from codeworld.commands import positive_int, read_model_file
+from codeworld.commands import positive_float, positive_int, read_model_file
 
 EXIT_OK = 0
 EXIT_MODEL_FAILED = 1
@@ -39,7 +39,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "continuous ones, as in the paper)")
     parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                         help="override a planner config field, e.g. --set num_simulations=50")
-    parser.add_argument("--timeout", type=float, default=None,
+    parser.add_argument("--timeout", type=positive_float, default=None, metavar="SECONDS",
                         help="wall-clock limit in seconds for one planning decision with the model")
     parser.add_argument("--no-compile", action="store_true", help="plan through the Python path")
     parser.add_argument("--no-cache", action="store_true", help="recompute random and oracle returns")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from codeworld.commands import spec_and_model
+from codeworld.commands import positive_float, spec_and_model
 
 
 from codeworld.envs.arguments import ENV_HELP, add_env_arguments
@@ -31,7 +31,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--paper-buffer", action="store_true", help="the same as --buffer paper")
     parser.add_argument("--no-references", action="store_true", help="skip the floor and ceiling")
     parser.add_argument("--no-compile", action="store_true", help="run the model on the Python path")
-    parser.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+    parser.add_argument("--timeout", type=positive_float, default=None, metavar="SECONDS",
                         help="wall-clock limit for running the model over the buffer")
     parser.add_argument("--json", action="store_true", help="print the report as one JSON object")
     parser.set_defaults(func=run)

@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 
 from codeworld.commands import spec_and_model
 from codeworld.envs.arguments import ENV_HELP, add_env_arguments
@@ -58,10 +57,17 @@ def _fail(message: str, code: int = EXIT_USAGE) -> int:
     return code
 
 
-def _write(record: dict, path: str | None) -> None:
+def _write(record: dict, path: str | None) -> str | None:
+    """Write the record to ``path`` (checked before the training), atomically; the error's one
+    line when that failed after all (a full disk), else None."""
+    from codeworld.synthesis.run_dir import write_atomic
+
     if path:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        Path(path).write_text(json.dumps(record, indent=2) + "\n")
+        try:
+            write_atomic(path, json.dumps(record, indent=2) + "\n")
+        except OSError as exc:
+            return str(exc)
+    return None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -69,12 +75,16 @@ def run(args: argparse.Namespace) -> int:
     from codeworld.envs.derive import parse_value
     from codeworld.model import ModelSourceError
     from codeworld.overrides import parse_overrides
+    from codeworld.synthesis.run_dir import check_output
     from codeworld.training import ModelFailedError, train_policy
 
     try:
         spec, source = spec_and_model(args)
         given = {k: parse_value(v) for k, v in parse_overrides(args.set).items()}
-    except (UnknownEnvError, ValueError) as exc:
+        for out in (args.out, args.save_policy):  # before the training, which they would lose
+            if out:
+                check_output(out)
+    except (UnknownEnvError, ValueError, OSError) as exc:
         return _fail(str(exc))
     try:
         result = train_policy(spec, source, algo=args.algo, steps=args.steps, num_envs=args.num_envs,
@@ -85,12 +95,14 @@ def run(args: argparse.Namespace) -> int:
         print(f"{args.model}: {exc}", file=sys.stderr)
         return EXIT_MODEL_FAILED
     except ModelFailedError as exc:
-        _write(exc.record, args.out)
+        _write(exc.record, args.out)  # the model's failure is the error to show
         return _fail(f"{args.model}: {exc}", EXIT_MODEL_FAILED)
     except (ValueError, ImportError) as exc:
         return _fail(str(exc))
     record = result.record()
-    _write(record, args.out)
+    problem = _write(record, args.out)
+    if problem:
+        return _fail(problem, EXIT_MODEL_FAILED)
     if args.json:
         print(json.dumps(record, indent=2))
     else:

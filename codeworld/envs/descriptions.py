@@ -226,12 +226,17 @@ def description_path(env: EnvSpec | str, directory: Path | str | None = None) ->
 
 def write_descriptions(directory: Path | str | None = None,
                        envs: list[EnvSpec | str] | None = None) -> list[Path]:
-    """Write the descriptions (markdown) of `envs`, specs or ids (default: all 18), into `directory`."""
+    """Write the descriptions (markdown) of `envs`, specs or ids (default: all 18), into `directory`.
+
+    Raises:
+        RunWriteError: a file could not be written (an OSError naming it).
+    """
+    from codeworld.synthesis.run_dir import write_atomic
+
     paths = []
     for env in envs or list_envs():
         spec = resolve_env(env)
         path = description_path(spec, directory)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(describe(spec), encoding="utf-8")
+        write_atomic(path, describe(spec))  # its folder made; never half a file
         paths.append(path)
     return paths

@@ -88,15 +88,29 @@ def backend_fields() -> dict[str, list[tuple[str, dataclasses.Field, str]]]:
     return out
 
 
-def add_llm_arguments(parser: argparse.ArgumentParser) -> None:
-    """Adds the options that choose and configure the LLM to a command's parser."""
+def default_llm_spec() -> str:
+    """The LLM of a command given no ``--llm``: ``$CODEWORLD_LLM``, else the embedded model."""
+    return os.environ.get("CODEWORLD_LLM", DEFAULT_SPEC)
+
+
+def add_llm_arguments(parser: argparse.ArgumentParser, *, continues_runs: bool = False) -> None:
+    """Adds the options that choose and configure the LLM to a command's parser.
+
+    Args:
+        parser: the command's parser.
+        continues_runs: the command can continue a saved run, which keeps its own LLM: ``--llm``
+            then defaults to None (`default_llm_spec` for a new run), so that the command can
+            tell a given ``--llm`` from none.
+    """
     group = parser.add_argument_group("LLM")
-    group.add_argument("--llm", default=os.environ.get("CODEWORLD_LLM", DEFAULT_SPEC),
+    group.add_argument("--llm", default=None if continues_runs else default_llm_spec(),
                        metavar="SPEC",
                        help="local (embedded, the default), openai:MODEL, hf:MODEL, scripted:FILE, "
                             f"another registered backend (registered: {', '.join(backend_names())}), "
                             "or MODULE:FACTORY[:ARG] for a backend in a module of your own "
-                            "(default from CODEWORLD_LLM, else local)")
+                            + ("(default: a continued run's own; a new run's from CODEWORLD_LLM, "
+                               "else local)" if continues_runs else
+                               "(default from CODEWORLD_LLM, else local)"))
     group.add_argument("--llm-set", action="append", default=[], metavar="FIELD=VALUE",
                        help="a setting of the chosen backend, e.g. --llm-set threads=2; any "
                             "backend's, one given as MODULE:FACTORY included (repeatable)")
@@ -124,6 +138,31 @@ def add_llm_arguments(parser: argparse.ArgumentParser) -> None:
         groups[backend].add_argument(
             flag, dest=_DEST + name, default=None, metavar=name.upper(),
             help=f"{_first_sentence(doc)} ({'; '.join(where)})".replace("%", "%%"))
+
+
+_SECRET = re.compile(r"key|token|secret|password", re.IGNORECASE)
+
+
+def llm_argv(args: argparse.Namespace) -> list[str]:
+    """The options of `add_llm_arguments` as given, for a command to print (a resume hint):
+    ``--llm SPEC`` and each setting given, secrets (``api_key``) left out, since they come from
+    the environment again."""
+    argv = ["--llm", args.llm]
+    settings = {key[len(_DEST):]: value for key, value in vars(args).items()
+                if key.startswith(_DEST) and value is not None}
+    for item in getattr(args, "llm_set", None) or []:
+        key, _, value = item.partition("=")
+        settings[key.strip()] = value.strip()
+    for key, value in settings.items():
+        if not _SECRET.search(key):
+            argv += ["--llm-set", f"{key}={value}"]
+    if getattr(args, "llm_retries", None) is not None:
+        argv += ["--llm-retries", str(args.llm_retries)]
+    if getattr(args, "llm_cache_dir", None):
+        argv += ["--llm-cache-dir", str(args.llm_cache_dir)]
+    if getattr(args, "no_llm_cache", False):
+        argv.append("--no-llm-cache")
+    return argv
 
 
 def llm_from_args(args: argparse.Namespace, run_dir: str | None = None, *, slots: int = 1) -> LLMClient:

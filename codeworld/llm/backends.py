@@ -148,4 +148,14 @@ def make_backend(spec: str, options: Any = None) -> Backend:
             a model).
     """
     factory, arg = resolve(spec)
-    return factory(arg, make_options(factory, options))
+    options = make_options(factory, options)
+    if spec.strip().partition(":")[0] in _REGISTRY:
+        return factory(arg, options)
+    try:  # a MODULE:FACTORY of the user's: say so when it is no backend factory
+        backend = factory(arg, options)
+    except TypeError as exc:
+        raise ValueError(f"{spec} is not an LLM backend factory (one called as FACTORY(arg, "
+                         f"options)): {exc}") from None
+    if not callable(getattr(backend, "chat", None)):
+        raise ValueError(f"{spec} made no LLM backend (it has no chat method)")
+    return backend

@@ -161,17 +161,25 @@ def compare_predictions(buffer: ReplayBuffer, spec: EnvSpec, mode: str, predicti
                             components, skill)
 
 
+FEW_REWARD_VALUES = 10
+"""A reward with at most this many distinct values in a buffer is few-valued (a goal's bonus,
+a crash's penalty beside a per-step reward); one with more is a quantity, none of whose values
+is a rare outcome."""
+
+
 def rare_accuracy(buffer: ReplayBuffer, spec: EnvSpec, mode: str, predictions: Predictions,
                   rare: float = 0.1) -> dict[str, Any]:
     """Accuracy on the rare outcomes, which a model that never predicts them can lose without
-    the mean noticing: per reward value seen on less than `rare` of the transitions, the share
-    of its transitions whose reward is right; and on the transitions that end an episode, the
-    share whose ``done`` is right (None where there are none)."""
+    the mean noticing: for a few-valued reward (`FEW_REWARD_VALUES`), per reward value seen on
+    less than `rare` of the transitions, the share of its transitions whose reward is right;
+    and on the transitions that end an episode, the share whose ``done`` is right (None where
+    there are none)."""
     ev = compare_predictions(buffer, spec, mode, predictions)
     n = len(buffer)
     values, counts = np.unique(buffer.rewards, return_counts=True)
+    few = 1 < len(values) <= FEW_REWARD_VALUES
     rewards = {format(float(v), "g"): float((~ev.wrong_reward[buffer.rewards == v]).mean())
-               for v, c in zip(values, counts) if len(values) > 1 and c < rare * n}
+               for v, c in zip(values, counts) if few and c < rare * n}
     ends = buffer.terminated if mode == SOUND else buffer.dones
     return {"reward": rewards, "n_ends": int(ends.sum()),
             "done_on_ends": float((~ev.wrong_done[ends]).mean()) if ends.any() else None}

@@ -27,6 +27,12 @@ class SamplingConfig:
     max_tokens: int = 1500
     seed_per_call: bool = True
 
+    def __post_init__(self) -> None:
+        if not 0 <= self.temperature < float("inf"):  # NaN too
+            raise ValueError(f"sampling.temperature must be 0 or more, not {self.temperature}")
+        if self.max_tokens < 1:
+            raise ValueError(f"sampling.max_tokens must be at least 1, not {self.max_tokens}")
+
 
 @dataclass(frozen=True)
 class AssistConfig:

@@ -73,26 +73,40 @@ class Run:
     @classmethod
     def start(cls, path: str | Path, method: str | Method, config: Any = None, *,
               finish: FinishConfig | None = None, continue_existing: bool = False,
-              **fields: Any) -> Run:
+              switch_llm: bool = False, **fields: Any) -> Run:
         """A new run in ``path``.
 
         Args:
-            path: the run directory (created).
+            path: the run directory: a new folder, an empty one, or (with
+                ``continue_existing``) a run directory; never a folder of other files.
             method: the synthesis method or its registry name.
             config: its config (default: the method's defaults).
             finish: the steps after the search the world has (compose, fit, speed; default
                 all), recorded in ``run.json``.
             continue_existing: when ``path`` already holds a run, continue it (a job that is
-                rerun) taking only the new budget; otherwise such a directory is refused.
+                rerun) taking only the new budget and keeping its LLM (see `resume`); otherwise
+                such a directory is refused.
+            switch_llm: with ``continue_existing``, continue an existing run with ``llm`` even
+                when it was run with another (see `resume`).
             **fields: the other `RunSpec` fields (env_id, llm, budget, seed, mode, ...).
 
         Raises:
-            ValueError: ``path`` already holds a run (without ``continue_existing``).
+            ValueError: ``path`` is a file, or a folder of other files, or already holds a run
+                (without ``continue_existing``), or (with it) one run with another LLM.
             RunLockedError: another process holds the run directory (a ValueError).
         """
         run_dir = RunDir(path)
         if run_dir.exists() and continue_existing:
-            return cls.resume(path, budget=fields.get("budget"), config=config)
+            return cls.resume(path, budget=fields.get("budget"), config=config,
+                              llm=fields.get("llm"), switch_llm=switch_llm)
+        if run_dir.path.exists() and not run_dir.path.is_dir():
+            raise ValueError(f"{path} is a file: a run needs a new or empty folder (choose "
+                             "another --out)")
+        foreign = run_dir.foreign_files()
+        if foreign:
+            shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
+            raise ValueError(f"{path} holds files that are not a run's ({shown}): a run needs a "
+                             "new or empty folder (choose another --out)")
         lock = run_dir.acquire()
         if run_dir.exists() and run_dir.load_calls():
             lock.release()
@@ -107,15 +121,22 @@ class Run:
 
     @classmethod
     def resume(cls, path: str | Path, *, overrides: dict[str, str] | None = None,
-               budget: int | None = None, llm: str | None = None,
+               budget: int | None = None, llm: str | None = None, switch_llm: bool = False,
                finish_off: tuple[str, ...] = (), config: Any = None) -> Run:
         """The run in ``path``, to continue from its ``run.json``.
+
+        A run finishes with the LLM it was run with: its ``llm`` (backend and model) and its
+        config (sampling included) come from ``run.json``. Another LLM is taken only with
+        ``switch_llm``; ``run.json`` then names the new one, and each call's record names the
+        LLM that answered it.
 
         Args:
             path: the run directory.
             overrides: config fields to change (``--set`` syntax), recorded.
             budget: a new budget (None keeps the saved one).
-            llm: the LLM spec of this session (recorded).
+            llm: the LLM spec of this session (None: the recorded one). One that differs from
+                the recorded one is refused unless ``switch_llm``.
+            switch_llm: take ``llm`` though the run was run with another (recorded).
             finish_off: finish steps to turn off from now on (``compose``, ``fit_constants``,
                 ``speed_step``), recorded.
             config: the config of a run whose ``run.json`` records none (written by a version
@@ -124,7 +145,7 @@ class Run:
         Raises:
             ValueError: no run in ``path``; or one of its records is truncated or wrong
                 (`RunRecordError`, naming the file); or another process holds it
-                (`RunLockedError`).
+                (`RunLockedError`); or ``llm`` is not the run's and ``switch_llm`` is not given.
             KeyError: the run's method is not registered here.
         """
         run_dir = RunDir(path)
@@ -133,17 +154,23 @@ class Run:
         lock = run_dir.acquire()
         try:
             run_dir.check()
-            return cls._resumed(run_dir, lock, overrides, budget, llm, finish_off, config)
+            return cls._resumed(run_dir, lock, overrides, budget, llm, switch_llm, finish_off,
+                                config)
         except BaseException:
             lock.release()
             raise
 
     @classmethod
     def _resumed(cls, run_dir: RunDir, lock: Any, overrides: dict[str, str] | None,
-                 budget: int | None, llm: str | None, finish_off: tuple[str, ...], config: Any) -> Run:
+                 budget: int | None, llm: str | None, switch_llm: bool, finish_off: tuple[str, ...],
+                 config: Any) -> Run:
         from codeworld.overrides import config_with_overrides
 
         spec = run_dir.spec
+        if llm is not None and spec.llm is not None and llm != spec.llm and not switch_llm:
+            raise ValueError(f"{run_dir.path} was run with the LLM {spec.llm}, not {llm}: "
+                             "resume without --llm to keep it, or add --switch-llm to go on "
+                             "with the other (each call records its LLM)")
         method = get_method(spec.method)
         if spec.config is not None or config is None:
             config = config_from_json(method.config_class, spec.config or {})
@@ -203,6 +230,7 @@ class Run:
                 seed; the WorldCoder agent passes one whose pool it has seeded).
         """
         self._status(RunStatus.RUNNING)
+        self.run_dir.call_llm = self.spec.llm  # each new call's record names the LLM that answered
         started = time.perf_counter()
         try:
             result = synthesize(search or self.method.make(self.config, seed=self.spec.seed),

@@ -4,7 +4,8 @@ Layout::
 
     RUN_DIR/
       run.json            the run's `RunSpec`: method, env, LLM, budget, seed, config, status
-      calls/0003.json     call 3: the request, the messages sent, the completion and its cost
+      calls/0003.json     call 3: the request, the messages sent, the completion and its cost,
+                          and the LLM spec that answered (``llm``; a resume may switch it)
       programs/0003.py    the program call 3 wrote
       programs/0003.json  its evaluation (score, buggy, feedback, the scorer's full report)
       repairs/0003.json   the mechanical repairs made to call 3's program before scoring (if any):
@@ -106,26 +107,33 @@ class RunRecordError(ValueError):
         super().__init__(message)
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file, flushed to disk, and a rename.
+_UMASK = os.umask(0o022)  # read once (it can only be read by setting it), and put back
+os.umask(_UMASK)
+
+
+@contextlib.contextmanager
+def atomic_output(path: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
+    """``with atomic_output(path) as tmp:`` write the file ``tmp`` (any writer: text, a zip, a
+    saved policy); when the block ends without error, ``tmp`` replaces ``path`` in one rename.
+
+    The parent folder is created; ``tmp`` is a new empty file beside ``path`` (so the rename
+    stays on one file system), named with ``suffix`` at its end for writers that insist on one
+    (``.zip``).
 
     Raises:
-        RunWriteError: the directory, the temporary file or the rename failed (a full disk, a
-            quota, permissions); the temporary file is removed and ``path`` is as it was.
+        RunWriteError: the folder, the temporary file or the rename failed (a full disk, a quota,
+            permissions); the temporary file is removed and ``path`` is as it was. An error raised
+            in the block also removes the temporary file, and is raised as it is.
     """
     path = Path(path)
-    data = memoryview(text.encode("utf-8"))
     tmp = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        try:
-            while data:
-                data = data[os.write(fd, data):]
-            # A full disk may show only here (delayed allocation, network file systems).
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp" + suffix)
+        os.close(fd)
+        yield Path(tmp)
+        # mkstemp's file is private (0600); the result gets the mode a plain write would give
+        os.chmod(tmp, path.stat().st_mode & 0o7777 if path.exists() else 0o666 & ~_UMASK)
         os.replace(tmp, path)
     except BaseException as exc:
         if tmp is not None:
@@ -134,6 +142,62 @@ def write_atomic(path: Path, text: str) -> None:
         if isinstance(exc, OSError) and not isinstance(exc, RunWriteError):
             raise RunWriteError(path, exc) from exc
         raise
+
+
+def write_atomic(path: str | os.PathLike, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file, flushed to disk, and a rename
+    (`atomic_output`).
+
+    Raises:
+        RunWriteError: the directory, the temporary file or the rename failed (a full disk, a
+            quota, permissions); the temporary file is removed and ``path`` is as it was.
+    """
+    data = memoryview(text.encode("utf-8"))
+    with atomic_output(path) as tmp:
+        fd = os.open(tmp, os.O_WRONLY)
+        try:
+            while data:
+                data = data[os.write(fd, data):]
+            # A full disk may show only here (delayed allocation, network file systems).
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def check_output(path: str | os.PathLike, *, folder: bool = False) -> Path:
+    """Make sure an output the user named can be written, before the work that makes it: its
+    folder is created and a trial file written and removed there.
+
+    Args:
+        path: a file to be written (``folder=False``) or a folder to write files into.
+        folder: whether ``path`` names a folder.
+
+    Returns:
+        ``path`` as a `Path`.
+
+    Raises:
+        ValueError: a file where a folder is wanted, or a folder where a file is.
+        RunWriteError: the folder cannot be created or written in (permissions, a full disk).
+    """
+    path = Path(path)
+    if folder and path.exists() and not path.is_dir():
+        raise ValueError(f"{path} is a file, not a folder")
+    if not folder and path.is_dir():
+        raise ValueError(f"{path} is a folder, not a file")
+    where = path if folder else path.parent
+    for above in (where, *where.parents):
+        if above.exists() and not above.is_dir():
+            raise ValueError(f"cannot write {path}: {above} is a file, not a folder")
+        if above.exists():
+            break
+    try:
+        where.mkdir(parents=True, exist_ok=True)
+        fd, trial = tempfile.mkstemp(dir=where, prefix=".codeworld-check.", suffix=".tmp")
+        os.close(fd)
+        os.unlink(trial)
+    except OSError as exc:
+        raise RunWriteError(where, exc) from exc
+    return path
 
 
 def _read_text(path: Path) -> str:
@@ -254,11 +318,16 @@ class RunDir:
 
     Args:
         path: the directory (created by `init`).
+
+    Attributes:
+        call_llm: the LLM spec written into each call record saved from now on (``llm``; set by
+            `Run` for its session, so a run resumed with another LLM shows which answered what).
     """
 
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
         self._lock: RunLock | None = None
+        self.call_llm: str | None = None
 
     def __repr__(self) -> str:
         return f"RunDir({str(self.path)!r})"
@@ -311,6 +380,43 @@ class RunDir:
             with contextlib.suppress(OSError):
                 stale.unlink()
         return self._lock
+
+    def writer_gone(self) -> bool:
+        """Whether no process holds the run directory now (a run recorded as running whose
+        writer was killed, or lost with its machine). Looks without taking the lock from anyone."""
+        import fcntl
+
+        try:
+            fd = os.open(self.path / LOCK_FILE, os.O_RDONLY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            return True
+        except OSError:
+            return False  # cannot tell: say nothing
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError:
+            return False
+        else:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            return True
+        finally:
+            os.close(fd)
+
+    def shown_status(self, spec: RunSpec | None = None) -> str | None:
+        """The run's status as ``codeworld show`` and the report page say it: a run recorded
+        as running whose process is gone reads ``interrupted (process gone)``."""
+        status = (spec or self.spec).status
+        if status is RunStatus.RUNNING and self.writer_gone():
+            return f"{RunStatus.INTERRUPTED} (process gone)"
+        return None if status is None else str(status)
+
+    def foreign_files(self) -> list[str]:
+        """The names in the directory that are not a run's (a user's own files): a run starts
+        only in a new folder, an empty one or a run directory."""
+        if not self.path.is_dir() or self.exists():
+            return []
+        return sorted(p.name for p in self.path.iterdir()
+                      if p.name != LOCK_FILE and not (p.name.startswith(".") and p.name.endswith(".tmp")))
 
     @contextlib.contextmanager
     def locked(self) -> Iterator[RunDir]:
@@ -369,18 +475,31 @@ class RunDir:
     def report_path(self, call: int) -> Path:
         return self.path / PROGRAMS_DIR / f"{call:04d}.json"
 
-    def _load_numbered(self, folder_name: str, fields: dict) -> dict[int, dict]:
+    def _load_numbered(self, folder_name: str, fields: dict,
+                       problems: list[str] | None = None) -> dict[int, dict]:
         """The JSON records ``NNNN.json`` of one of the run's folders, by call index.
 
+        Args:
+            folder_name: the folder.
+            fields: the fields each record must have (see `load_record`).
+            problems: for a reader that shows what it can (``codeworld show``): a record that
+                is truncated or wrong is left out and its message appended here.
+
         Raises:
-            RunRecordError: a record is truncated or lacks a field of ``fields``.
+            RunRecordError: a record is truncated or lacks a field of ``fields`` (without
+                ``problems``).
         """
         out = {}
         folder = self.path / folder_name
         if folder.is_dir():
             for file in sorted(folder.glob("[0-9]*.json")):
                 if file.stem.isdigit():
-                    out[int(file.stem)] = self._load_numbered_record(file, fields)
+                    try:
+                        out[int(file.stem)] = self._load_numbered_record(file, fields)
+                    except RunRecordError as exc:
+                        if problems is None:
+                            raise
+                        problems.append(str(exc))
         return out
 
     @staticmethod
@@ -396,17 +515,23 @@ class RunDir:
         return record
 
     def save_call(self, call: int, record: dict) -> None:
-        """Save one LLM call (request, messages, completion, cost)."""
+        """Save one LLM call (request, messages, completion, cost, and `call_llm`)."""
+        if self.call_llm and "llm" not in record:
+            record = {**record, "llm": self.call_llm}
         write_atomic(self.call_path(call), _dump(record))
 
-    def load_calls(self) -> dict[int, dict]:
+    def load_calls(self, problems: list[str] | None = None) -> dict[int, dict]:
         """Every saved call record, by call index.
+
+        Args:
+            problems: a list to name bad records in, leaving them out, instead of raising (for
+                readers that show what they can; the same for the other ``load_*`` methods).
 
         Raises:
             RunRecordError: a record is truncated, or lacks (or has a wrong-typed) field the
                 replay reads: ``messages``, ``completion.text``, its tokens, latency and cache flag.
         """
-        return self._load_numbered(CALLS_DIR, _CALL_FIELDS)
+        return self._load_numbered(CALLS_DIR, _CALL_FIELDS, problems)
 
     def save_program(self, call: int, program: str | None, evaluation: ProgramEvaluation) -> None:
         """Save the program a call wrote and its evaluation."""
@@ -423,13 +548,13 @@ class RunDir:
         write_atomic(self.repairs_path(call), _dump({"call": call, "repairs": repairs,
                                                      "original": original, "program": program}))
 
-    def load_repairs(self) -> dict[int, dict]:
+    def load_repairs(self, problems: list[str] | None = None) -> dict[int, dict]:
         """Every saved repair record, by call index (empty for runs without repairs).
 
         Raises:
             RunRecordError: a record is truncated or wrong (see `load_calls`).
         """
-        return self._load_numbered(REPAIRS_DIR, _REPAIRS_FIELDS)
+        return self._load_numbered(REPAIRS_DIR, _REPAIRS_FIELDS, problems)
 
     def fit_path(self, call: int) -> Path:
         return self.path / FITS_DIR / f"{call:04d}.json"
@@ -447,13 +572,13 @@ class RunDir:
         record = self._load_numbered_record(path, _FIT_FIELDS)
         return record["program"] if record["original"] == original else None
 
-    def load_fits(self) -> dict[int, dict]:
+    def load_fits(self, problems: list[str] | None = None) -> dict[int, dict]:
         """Every saved in-search fit record, by call index (empty for runs without fits).
 
         Raises:
             RunRecordError: a record is truncated or wrong (see `load_calls`).
         """
-        return self._load_numbered(FITS_DIR, _FIT_FIELDS)
+        return self._load_numbered(FITS_DIR, _FIT_FIELDS, problems)
 
     def load_evaluation(self, call: int, program: str | None) -> ProgramEvaluation | None:
         """The saved evaluation of a call's program, if it is for this very program.
@@ -474,13 +599,13 @@ class RunDir:
                 return None
         return ProgramEvaluation.from_json(record)
 
-    def program_reports(self) -> dict[int, dict]:
+    def program_reports(self, problems: list[str] | None = None) -> dict[int, dict]:
         """Every saved program evaluation, by call index.
 
         Raises:
             RunRecordError: a record is truncated or wrong (see `load_calls`).
         """
-        return self._load_numbered(PROGRAMS_DIR, _PROGRAM_FIELDS)
+        return self._load_numbered(PROGRAMS_DIR, _PROGRAM_FIELDS, problems)
 
     # ------------------------------------------------------------------ state
 

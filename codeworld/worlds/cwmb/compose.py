@@ -171,7 +171,9 @@ def compose_source(sources: list[str], calls: list[int], index: dict[str, int], 
     """The program that takes component ``c`` of its output from ``sources[index[c]]``.
 
     `index` maps ``"0"`` .. ``str(state_dim - 1)``, ``"reward"`` and ``"done"`` to positions in
-    `sources`. None when a source is not a module with a ``def step`` or the result does not parse.
+    `sources`; ``calls`` holds each source's 0-based call index (the header names call ``i + 1``,
+    as the command line and ``codeworld show`` do). None when a source is not a module with a
+    ``def step`` or the result does not parse.
     """
     imports: list[str] = []
     bodies: list[str] = []
@@ -190,7 +192,8 @@ def compose_source(sources: list[str], calls: list[int], index: dict[str, int], 
                 body.append(node)
         tree.body = body
         _Prefix(f"_p{k}_", _module_names(tree)).visit(tree)
-        bodies.append(f"# --- the program of call {calls[k]}\n{ast.unparse(ast.fix_missing_locations(tree))}\n")
+        bodies.append(f"# --- the program of call {calls[k] + 1}\n"
+                      f"{ast.unparse(ast.fix_missing_locations(tree))}\n")
     if "import numpy as np" not in imports:
         imports.append("import numpy as np")
     lines = ["def step(state, action):"]
@@ -200,7 +203,8 @@ def compose_source(sources: list[str], calls: list[int], index: dict[str, int], 
     values = ", ".join(f"s{index[str(j)]}[{j}]" for j in range(state_dim))
     lines.append(f"    next_state = np.array([{values}], dtype=np.float64)")
     lines.append(f"    return next_state, float(out{index['reward']}[1]), bool(out{index['done']}[2])")
-    text = (_HEADER.format(calls=", ".join(str(c) for c in calls)) + "\n".join(imports) + "\n\n\n"
+    # calls are 0-based indices; the header numbers them as the command line and show do
+    text = (_HEADER.format(calls=", ".join(str(c + 1) for c in calls)) + "\n".join(imports) + "\n\n\n"
             + "\n\n".join(bodies) + "\n\n" + "\n".join(lines) + "\n")
     try:
         ast.parse(text)
