@@ -562,6 +562,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--episodes", type=int, default=10, help="planning episodes per policy (paper: 10)")
     parser.add_argument("--max-steps", type=int, default=None,
                         help="cap on steps per planning episode (default: the env's own limit)")
+    from codeworld.planning.protocol import PROTOCOLS
+
+    parser.add_argument("--protocol", default=None, choices=sorted(PROTOCOLS),
+                        help="a named planning protocol over --episodes and --max-steps: "
+                             + "; ".join(f"{p.name}: {p.summary}" for p in PROTOCOLS.values())
+                             + " (random and oracle returns come from the reference table where it has them)")
     parser.add_argument("--no-plan", action="store_true", help="skip planning (no normalized return)")
     parser.add_argument("--executor", default="local", choices=["local", "ray"],
                         help="local process pool (default) or Ray")
@@ -582,6 +588,11 @@ def main(argv: list[str] | None = None) -> int:
     from codeworld.experiments import ResultsStore, grid, make_executor, run_cwmb_job, run_grid, split_method
 
     args = parse_args(argv)
+    if args.protocol is not None:
+        from codeworld.planning.protocol import get_protocol
+
+        protocol = get_protocol(args.protocol)
+        args.episodes, args.max_steps = protocol.episodes, protocol.max_steps
     methods = list(ABLATION_METHODS) if args.ablation else [
         m.strip() for m in args.methods.split(",") if m.strip()]
     try:
@@ -642,7 +653,7 @@ def main(argv: list[str] | None = None) -> int:
         "command": command, "envs": envs, "methods": methods, "llm": args.llm, "budget": args.budget,
         "seeds": args.seeds, "ablation": args.ablation, "executor": args.executor,
         "planning": ("off" if args.no_plan else
-                     f"{args.episodes} episodes per policy, "
+                     (f"protocol {args.protocol}: " if args.protocol else "") + f"{args.episodes} episodes per policy, "
                      f"{'the env limit' if args.max_steps is None else f'at most {args.max_steps} steps'}"),
         "finished_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
