@@ -83,7 +83,8 @@ def run_from_args(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
-    from codeworld.commands.runs import progress_printer, summary_text
+    from codeworld.reports.progress import progress_printer
+    from codeworld.reports.text import summary_text
     from codeworld.llm import LLMError, llm_from_args
     from codeworld.synthesis import RunDivergedError
     from codeworld.synthesis.run_dir import RunRecordError

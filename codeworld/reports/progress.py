@@ -1,5 +1,6 @@
-"""Progress lines of a long run, printed as it goes: one per LLM call, rewrite and episode of an
-agent run (the events `codeworld.agent.WorldCoderAgent` gives its ``progress`` callback)."""
+"""Progress lines of a long run, printed as it goes: one per LLM call of a synthesis run (the
+events `codeworld.synthesis.run.Run.execute` gives its ``progress`` callback), and one per LLM
+call, rewrite and episode of an agent run (those `codeworld.agent.WorldCoderAgent` gives)."""
 
 from __future__ import annotations
 
@@ -30,5 +31,24 @@ def agent_progress_printer(stream=None, started: float | None = None):
                     f" ({e['contradictions']} contradictions); level total {e['env_steps']} steps, "
                     f"{e['llm_calls']} calls")
         print(f"{line}  {clock}", file=stream, flush=True)
+
+    return show
+
+
+def progress_printer(budget: int, stream=None, started: float | None = None):
+    """A progress callback printing one line per call: calls used, action, score, best, tokens."""
+    stream = stream or sys.stdout
+    started = time.perf_counter() if started is None else started
+
+    def show(event: dict) -> None:
+        status = "buggy" if event["buggy"] else f"{event['score']:.4f}"
+        tag = " (saved)" if event["replayed"] else ""
+        if event.get("duplicate_of") is not None:
+            tag += f"  (a copy of {'the skeleton' if event['duplicate_of'] == 'skeleton' else 'call ' + str(event['duplicate_of'])})"
+        if event.get("fitted_from") is not None:
+            tag += f"  (constants fitted: {event['fitted_from']:.4f} before)"
+        print(f"  call {event['call'] + 1:>3}/{budget}  {event['action']:<8} -> {status:<7}"
+              f" best {event['best']:.4f}  tokens {event['tokens']:>7,}"
+              f"  {time.perf_counter() - started:6.0f}s{tag}", file=stream, flush=True)
 
     return show
