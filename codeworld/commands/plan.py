@@ -50,30 +50,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-class _ProgressBar:
-    """A one-line progress display on stderr (only on a terminal)."""
-
-    def __init__(self, episodes: int):
-        self.episodes = episodes
-        self.enabled = sys.stderr.isatty()
-        self._last = ""
-
-    def __call__(self, policy: str, episode: int, step: int) -> None:
-        if not self.enabled or step % 10:
-            return
-        done = int(20 * episode / max(1, self.episodes))
-        line = f"\r{policy:>6} [{'#' * done}{'.' * (20 - done)}] episode {episode + 1}/{self.episodes} step {step}"
-        if line != self._last:
-            sys.stderr.write(line)
-            sys.stderr.flush()
-            self._last = line
-
-    def close(self) -> None:
-        if self.enabled and self._last:
-            sys.stderr.write("\r" + " " * len(self._last) + "\r")
-            sys.stderr.flush()
-
-
 def _format(stats) -> str:
     if stats is None:
         return "-"
@@ -95,6 +71,7 @@ def run(args: argparse.Namespace) -> int:
     from codeworld.planning import evaluate, get_planner
     from codeworld.planning.protocol import default_config
     from codeworld.planning.evaluate import DEFAULT_DECISION_TIMEOUT_S
+    from codeworld.reports.progress import EpisodeProgressBar
 
     try:
         spec = spec_from_args(args)
@@ -141,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"codeworld plan: {exc}", file=sys.stderr)
             return EXIT_USAGE
 
-    progress = _ProgressBar(args.episodes)
+    progress = EpisodeProgressBar(args.episodes)
     try:
         result = evaluate(spec, source, config, episodes=args.episodes, seed=args.seed,
                           max_steps=args.max_steps, policies=policies, use_cache=not args.no_cache,

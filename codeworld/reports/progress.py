@@ -1,6 +1,7 @@
 """Progress lines of a long run, printed as it goes: one per LLM call of a synthesis run (the
 events `codeworld.synthesis.run.Run.execute` gives its ``progress`` callback), and one per LLM
-call, rewrite and episode of an agent run (those `codeworld.agent.WorldCoderAgent` gives)."""
+call, rewrite and episode of an agent run (those `codeworld.agent.WorldCoderAgent` gives), and a
+bar over the episodes a policy plays (`codeworld.planning.evaluate`'s)."""
 
 from __future__ import annotations
 
@@ -52,3 +53,28 @@ def progress_printer(budget: int, stream=None, started: float | None = None):
               f"  {time.perf_counter() - started:6.0f}s{tag}", file=stream, flush=True)
 
     return show
+
+
+class EpisodeProgressBar:
+    """A one-line progress display on stderr (only on a terminal) of seeded episodes: the
+    ``progress(policy, episode, step)`` callback of `codeworld.planning.evaluate`."""
+
+    def __init__(self, episodes: int):
+        self.episodes = episodes
+        self.enabled = sys.stderr.isatty()
+        self._last = ""
+
+    def __call__(self, policy: str, episode: int, step: int) -> None:
+        if not self.enabled or step % 10:
+            return
+        done = int(20 * episode / max(1, self.episodes))
+        line = f"\r{policy:>6} [{'#' * done}{'.' * (20 - done)}] episode {episode + 1}/{self.episodes} step {step}"
+        if line != self._last:
+            sys.stderr.write(line)
+            sys.stderr.flush()
+            self._last = line
+
+    def close(self) -> None:
+        if self.enabled and self._last:
+            sys.stderr.write("\r" + " " * len(self._last) + "\r")
+            sys.stderr.flush()
