@@ -69,11 +69,13 @@ def test_the_search_sees_training_episodes_and_reports_held_out_ones(tmp_path, c
     # the held-out figures are the scorer's on the held-out episodes, floor and ceiling beside
     buffer = load_buffer(default_buffer("CartPole-v1"))
     _, episodes = EpisodeSplit.from_json(split).parts(buffer)
-    truth = Scorer("CartPole-v1", episodes).score_source((out / "best_model.py").read_text())
+    truth = Scorer("CartPole-v1", episodes).score_source((out / "programs" / "0000.py").read_text())
     assert held["score"] == pytest.approx(truth.score) and held["floor"] == truth.floor.score
     assert held["normalized"] == pytest.approx(
         (truth.score - truth.floor.score) / (truth.ceiling.score - truth.floor.score))
-    assert f"held-out:      {held['score']:.4f}" in printed and "training:" in printed
+    # the run's best (here the data model, which beats the call's program) is printed held out
+    best = json.loads((out / "best_report.json").read_text())["report"]["heldout"]
+    assert f"held-out:      {best['score']:.4f}" in printed and "training:" in printed
     assert main(["show", str(out), "--no-picture"]) == 0
     shown = capsys.readouterr().out
     assert "held-out" in shown and f"{split['n_heldout']} transitions, never shown" in shown

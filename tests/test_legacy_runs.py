@@ -85,7 +85,8 @@ def test_a_legacy_run_replays_without_an_llm_call_and_with_the_same_scores(legac
                                              "form_from_data": False, "copies": False,
                                              "beyond_data": False, "beyond_steps": 30,
                                              "structure": False, "compact_tables": False,
-                                             "reward_from_old": False, "angles": False}
+                                             "reward_from_old": False, "angles": False,
+                                             "data_model": False}
     # GIF-MCTS's stall limit came later too: the run keeps the paper's rule (no limit)
     assert after["config"].pop("stall_limit") is None and "stall_limit" not in before["config"]
     # a run saved before runs were split keeps its whole buffer (so it replays), and says so
@@ -109,7 +110,7 @@ def test_a_legacy_run_resumes_with_more_budget(legacy_run, tmp_path, capsys):
     after = json.loads((legacy_run / "run.json").read_text())
     assert after["budget"] == 3 and after["status"] == "finished"
     for added_later in ("relations", "structure", "form_from_data", "copies", "beyond_data",
-                       "compact_tables", "reward_from_old", "angles"):
+                       "compact_tables", "reward_from_old", "angles", "data_model"):
         assert after["config"]["assist"].pop(added_later) is False
     after["config"]["assist"].pop("beyond_steps")
     assert after["config"].pop("stall_limit") is None  # the paper's rule, as the run was made

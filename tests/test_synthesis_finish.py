@@ -20,7 +20,8 @@ def test_a_run_fits_its_best_program_and_records_constants_and_speed(tmp_path, c
     wrong = MODEL.read_text().replace("TAU = 0.02", "TAU = 0.03")
     out = tmp_path / "run"
     assert main(["synthesize", "CartPole-v1", "--llm", _script(tmp_path / "s.json", wrong),
-                 "--budget", "1", "--out", str(out), "--set", "assist.fit_constants=false"]) == 0
+                 "--budget", "1", "--out", str(out), "--set", "assist.fit_constants=false",
+                 "--set", "assist.data_model=false"]) == 0  # the call's program is the best
     printed = capsys.readouterr().out
     assert "constant fit:  kept" in printed and "compiled as written" in printed
     searched = json.loads((out / "programs" / "0000.json").read_text())
@@ -42,7 +43,8 @@ def test_the_switches_turn_the_fit_and_the_speed_step_off(tmp_path, capsys):
     wrong = MODEL.read_text().replace("TAU = 0.02", "TAU = 0.03")
     out = tmp_path / "run"
     assert main(["synthesize", "CartPole-v1", "--llm", _script(tmp_path / "s.json", wrong),
-                 "--budget", "1", "--out", str(out), "--no-fit", "--no-speed-step"]) == 0
+                 "--budget", "1", "--out", str(out), "--no-fit", "--no-speed-step",
+                 "--set", "assist.data_model=false"]) == 0  # the call's program is the best
     assert not (out / "fit.json").exists() and not (out / "speed.json").exists()
     assert (out / "best_model.py").read_text().strip() == wrong.strip()
 
@@ -106,7 +108,8 @@ def test_a_run_composes_programs_that_are_right_in_different_components(tmp_path
     script.write_text(json.dumps([f"```python\n{p}```\n" for p in (cart_only, pole_only)]))
     out = tmp_path / "run"
     assert main(["synthesize", "CartPole-v1", "--llm", f"scripted:{script}", "--budget", "2",
-                 "--out", str(out), "--no-fit", "--no-speed-step"]) == 0
+                 "--out", str(out), "--no-fit", "--no-speed-step",
+                 "--set", "assist.data_model=false"]) == 0  # the calls' programs only
     assert "composition:   calls 2, 1 -> score 1.0000" in capsys.readouterr().out
     scores = [json.loads((out / "programs" / f"000{i}.json").read_text())["score"] for i in (0, 1)]
     assert max(scores) < 0.9
@@ -126,7 +129,8 @@ def test_a_run_composes_programs_that_are_right_in_different_components(tmp_path
     # switched off: no composition, the search's best stays
     off = tmp_path / "off"
     assert main(["synthesize", "CartPole-v1", "--llm", f"scripted:{script}", "--budget", "2",
-                 "--out", str(off), "--no-fit", "--no-speed-step", "--no-compose"]) == 0
+                 "--out", str(off), "--no-fit", "--no-speed-step", "--no-compose",
+                 "--set", "assist.data_model=false"]) == 0
     assert not (off / "compose.json").exists()
     assert (off / "best_model.py").read_text().strip() == pole_only.strip()
 
@@ -137,7 +141,8 @@ BUGGY = "def step(state, action):\n    return undefined_name\n"
 def test_a_search_whose_every_program_is_buggy_ends_at_the_skeleton(tmp_path, capsys):
     out = tmp_path / "run"
     assert main(["synthesize", "CartPole-v1", "--llm", _script(tmp_path / "s.json", BUGGY),
-                 "--budget", "1", "--out", str(out), "--no-speed-step"]) == 0
+                 "--budget", "1", "--out", str(out), "--no-speed-step",
+                 "--set", "assist.data_model=false"]) == 0  # no floor seed: the finish step's
     assert "best program: the skeleton (every program the search wrote was buggy), score" in capsys.readouterr().out
     floor = json.loads((out / "floor.json").read_text())
     assert floor["became_best"] and 0.5 < floor["skeleton_score"] < 0.9  # the do-nothing model
@@ -150,11 +155,13 @@ def test_a_search_whose_every_program_is_buggy_ends_at_the_skeleton(tmp_path, ca
 def test_the_floor_switch_leaves_a_buggy_best_and_a_healthy_best_is_kept(tmp_path, capsys):
     out = tmp_path / "off"
     assert main(["synthesize", "CartPole-v1", "--llm", _script(tmp_path / "s.json", BUGGY), "--budget", "1",
-                 "--out", str(out), "--no-speed-step", "--no-floor"]) == 0
+                 "--out", str(out), "--no-speed-step", "--no-floor",
+                 "--set", "assist.data_model=false"]) == 0
     assert "best program: call 1, buggy" in capsys.readouterr().out and not (out / "floor.json").exists()
     out = tmp_path / "healthy"
     wrong = MODEL.read_text().replace("TAU = 0.02", "TAU = 0.03")
     assert main(["synthesize", "CartPole-v1", "--llm", _script(tmp_path / "w.json", wrong), "--budget", "1",
-                 "--out", str(out), "--no-speed-step", "--no-fit"]) == 0
+                 "--out", str(out), "--no-speed-step", "--no-fit",
+                 "--set", "assist.data_model=false"]) == 0
     assert not (out / "floor.json").exists()  # the best program runs: the skeleton is not needed
     assert "best program: call 1, score" in capsys.readouterr().out

@@ -125,8 +125,7 @@ def demo_config(args: argparse.Namespace):
 
 def synthesize_step(args, spec, config, out: Path, table: _Table, started: float):
     """GIF-MCTS into ``out`` (resumed when it already holds a run)."""
-    from codeworld.reports.progress import progress_printer
-    from codeworld.reports.text import best_origin
+    from codeworld.commands.runs import best_origin, progress_printer
     from codeworld.llm import LLMError, llm_from_args
     from codeworld.synthesis.config import FinishConfig
     from codeworld.worlds.cwmb.cwmb import make_run_world
@@ -151,12 +150,15 @@ def synthesize_step(args, spec, config, out: Path, table: _Table, started: float
     limit = (f", stopped at the {args.time_limit:g}-minute limit" if acc.stopped_by_time_limit
              else "")
     table.add("LLM calls", f"{acc.calls} of {args.budget} ({acc.cached_calls} from cache, "
-                           f"{acc.replayed_calls} saved{limit})")
+                           f"{acc.replayed_calls} saved{limit}): {acc.new_programs} new "
+                           f"programs, {acc.duplicates} copies, {acc.buggy_programs} buggy")
     table.add("tokens", f"{acc.tokens:,} (prompt {acc.prompt_tokens:,}, completion "
                         f"{acc.completion_tokens:,})")
     table.data.update(calls=acc.calls, stopped_by_time_limit=acc.stopped_by_time_limit,
                       tokens=acc.tokens, prompt_tokens=acc.prompt_tokens,
-                      completion_tokens=acc.completion_tokens, llm_seconds=acc.llm_seconds)
+                      completion_tokens=acc.completion_tokens, llm_seconds=acc.llm_seconds,
+                      calls_by_outcome={"new": acc.new_programs, "copy": acc.duplicates,
+                                        "buggy": acc.buggy_programs})
     if result.best_program is None:
         table.missing.append("no program was written")
         return result
@@ -164,7 +166,8 @@ def synthesize_step(args, spec, config, out: Path, table: _Table, started: float
     table.add("best program", f"{best_origin(result)}, "
                               + ("buggy" if ev.buggy else f"search score {ev.score:.4f}")
                               + f": {out / 'best_model.py'}")
-    table.data.update(best_call=result.best_call + 1, best_buggy=ev.buggy,
+    table.data.update(best_call=None if result.best_seed else result.best_call + 1,
+                      best_seed=result.best_seed, best_buggy=ev.buggy,
                       search_score=None if ev.buggy else ev.score)
     compose = result.finish.get("compose")
     if compose:

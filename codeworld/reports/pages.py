@@ -483,6 +483,16 @@ def run_page(run_path: str | os.PathLike, planning: dict | None = None) -> str:
         if best_held:
             line += f"; held-out <b id='best-heldout'>{_f(best_held['score'])}</b>"
         head.append(f"<p id='headline'>{line}</p>")
+    from codeworld.reports.summaries import SEED_NAMES
+
+    for seed in summary.get("seeds") or []:  # programs written from the data, before any call
+        head.append(f"<p class='seed'>{_e(SEED_NAMES.get(seed['label'], seed['label']))} (no "
+                    f"call): score {'buggy' if seed['buggy'] else _f(seed['score'])}, held-out "
+                    f"{_f(seed.get('heldout'))}{'; the search starts from it' if seed.get('start') else ''}</p>")
+    outcomes = summary.get("outcomes") or {}
+    if outcomes.get("new") is not None:
+        head.append(f"<p id='outcomes'>calls by outcome: {outcomes['new']} new, "
+                    f"{outcomes['copy']} copies, {outcomes['buggy']} buggy</p>")
     split = summary.get("split") or {}
     if split.get("n_heldout"):
         head.append(f"<p class='muted'>held out: episodes "

@@ -20,8 +20,9 @@ def tree_nodes(tree: dict) -> list[dict]:
     """
     extra: dict[int, dict] = {}
     for node in tree.get("nodes", []):
-        if node["id"] and not node.get("pending"):
-            extra[node["id"] - 1] = {"value": node.get("value"), "visits": node.get("visits"),
+        if node["id"] and not node.get("pending") and not node.get("seed"):
+            # the call that wrote it (a tree with seed nodes numbers nodes and calls apart)
+            extra[node.get("call", node["id"] - 1)] = {"value": node.get("value"), "visits": node.get("visits"),
                                      "dead": node.get("dead", False),
                                      "parent_call": node["parent"] - 1, "action": node["action"],
                                      "score": node["score"], "buggy": node["buggy"]}
@@ -35,6 +36,10 @@ def tree_nodes(tree: dict) -> list[dict]:
     out = [{**extra.get(p["call"], {}), **p} for p in programs]
     out.sort(key=lambda n: n["call"])
     return out
+
+
+# what a world's seed programs (`codeworld.synthesis.types.Seed`) are called in summaries
+SEED_NAMES = {"data": "the data model", "floor": "the floor (the do-nothing model)"}
 
 
 def summarize(run_path: Path) -> dict:
@@ -55,7 +60,9 @@ def summarize(run_path: Path) -> dict:
         best_so_far = max(best_so_far, score)
         held = ((reports.get(node["call"]) or {}).get("report") or {}).get("heldout") or {}
         per_call.append({"call": node["call"] + 1, "action": node["action"],
-                         "parent": node["parent_call"] + 1 if node["parent_call"] >= 0 else None,
+                         # a call's number, a seed's label (``data``), or None: the root
+                         "parent": node["parent_call"] + 1 if node["parent_call"] >= 0
+                         else node.get("parent_seed"),
                          "score": score, "buggy": node["buggy"], "best": best_so_far,
                          "heldout": held.get("score"),
                          "duplicate_of": (reports.get(node["call"]) or {}).get(
@@ -75,8 +82,14 @@ def summarize(run_path: Path) -> dict:
         "best": None if best is None else {
             "call": best["call"] + 1, "score": 0.0 if best["buggy"] else best["score"],
             "buggy": best["buggy"], "path": str(run_path / "best_model.py"),
+            **({"seed": best["seed"]} if best.get("seed") else {}),
             "report": best.get("report") or {}},
         "split": spec.split,
+        # the world's programs written before the search (data model, floor), scored like calls
+        "seeds": tree.get("seeds") or [],
+        # calls by outcome: a new program, a copy of one seen before, a buggy one (or none)
+        "outcomes": {"new": accounting.get("new_programs"), "copy": accounting.get("duplicates"),
+                     "buggy": accounting.get("buggy_programs")},
     }
 
 

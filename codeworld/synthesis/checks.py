@@ -28,7 +28,7 @@ class StaticProblem:
         line: 1-based line, or None when the problem has no single line.
         message: what is wrong, for the *fix* prompt.
         kind: a short tag (``"undefined_name"``, ``"state_unpacking"``, ``"state_index"``,
-            ``"action_form"``, ``"random"``, ``"no_model"``).
+            ``"action_form"``, ``"random"``, ``"global"``, ``"no_model"``).
     """
 
     line: int | None
@@ -77,6 +77,17 @@ def _randomness(tree: ast.AST) -> list[StaticProblem]:
     return [StaticProblem(line, _RANDOM_MESSAGE, "random") for line in sorted(lines)]
 
 
+_GLOBAL_MESSAGE = ("this keeps state between calls, but a world model's step is pure (the same "
+                   "state and action always give the same answer, whatever was called before): "
+                   "read everything from `state` and `action`, and return every new value")
+
+
+def _globals(tree: ast.AST) -> list[StaticProblem]:
+    """``global`` and ``nonlocal`` statements: state kept outside the arguments."""
+    return [StaticProblem(node.lineno, _GLOBAL_MESSAGE, "global") for node in ast.walk(tree)
+            if isinstance(node, (ast.Global, ast.Nonlocal))]
+
+
 def pyflakes_messages(tree: ast.AST, filename: str = "model.py") -> list:
     """pyflakes' messages for a parsed program (pyflakes only reads the tree)."""
     from pyflakes.checker import Checker
@@ -104,7 +115,7 @@ def static_problems(source: str, *, state_dim: int, discrete: bool, action_dim: 
             message = message[len(f"line {exc.line}: "):]
         return [StaticProblem(exc.line, message, "no_model")]
     tree = ast.parse(source)
-    problems = code_problems(tree)
+    problems = code_problems(tree) + _globals(tree)
     state_fn, state_param, action_fn, action_param = _contract_params(tree, info.form)
     n_word = f"exactly {state_dim} number{'s' if state_dim != 1 else ''}"
     if state_fn is not None and state_param and not _rebinds(state_fn, state_param):

@@ -85,6 +85,11 @@ class AssistConfig:
         angles: the data section may fit a cosine-sine pair of components through their angle
             (`codeworld.worlds.cwmb.relations.cos_sin_pairs`): the angle's change, each component
             the cosine or sine of the new angle.
+        data_model: before the first call, the world writes a complete program from the
+            training episodes (each component's fitted rule, the reward and done rules:
+            `codeworld.worlds.cwmb.data_model`) and the search starts from it where it scores
+            above the do-nothing model; both are candidates for the best program, so the best
+            is never below the floor on the training episodes (`codeworld.synthesis.types.Seed`).
     """
 
     scaffold: bool = True
@@ -104,13 +109,15 @@ class AssistConfig:
     compact_tables: bool = True
     reward_from_old: bool = True
     angles: bool = True
+    data_model: bool = True
 
     # What a saved config without these (older) fields was made with.
     ABSENT_IN_OLDER_RUNS: ClassVar[dict] = {"relations": False, "structure": False,
                                             "form_from_data": False, "copies": False,
                                             "beyond_data": False, "beyond_steps": 30,
                                             "compact_tables": False,
-                                            "reward_from_old": False, "angles": False}
+                                            "reward_from_old": False, "angles": False,
+                                            "data_model": False}
 
     def __post_init__(self) -> None:
         if self.fit_seconds <= 0:
@@ -180,4 +187,6 @@ ASSIST_ABLATIONS: dict[str, dict] = {
     # clips, wraps, exceptions or reward formula)
     "no-data": {"assist.relations": False},
     "no-structure": {"assist.structure": False},
+    # no data model and no floor program in the search: it starts from the skeleton, as before
+    "no-data-model": {"assist.data_model": False},
 }

@@ -35,6 +35,11 @@ The rules, as implemented here:
   again buys the same answer, and the calls go to *generate* and to other programs instead.
   (Not in the paper, whose large models rarely answer an improve with the program they were
   shown; ``stall_limit = None`` is its rule.)
+* **Seeds.** Programs the world wrote before the search (the data model, the floor: `Seed`)
+  are children of the root, scored, never counted as calls. A seed that is a *start* is where
+  the search begins: the root then writes nothing from scratch, and the seed's *generate*
+  continues its first lines. A seed that is not a start is only a candidate for the best
+  program: it offers no action. (Not in the paper, whose search starts from the empty program.)
 * **Stop** when a program scores at least ``1 - perfect_tolerance``.
 """
 
@@ -48,7 +53,8 @@ import numpy as np
 
 from codeworld.synthesis.config import AssistConfig, SamplingConfig
 from codeworld.synthesis.types import (FIX, GENERATE, IMPROVE, Outcome, ProgramEvaluation, Request,
-                                       copies_note, made_no_progress, with_no_progress_note)
+                                       Seed, copies_note, made_no_progress, seed_call,
+                                       with_no_progress_note)
 
 ROOT = "root"
 _TIE_EPS = 1e-12
@@ -144,6 +150,9 @@ class Node:
     failed_fixes: int = 0
     children: list[int] = field(default_factory=list)
     duplicate: bool = False
+    call: int | None = None
+    seed: str = ""
+    start: bool = False
 
     def to_json(self) -> dict:
         return {
@@ -151,6 +160,7 @@ class Node:
             "prefix_lines": self.prefix_lines, "pending": self.pending, "score": self.score,
             "buggy": self.buggy, "failed_fixes": self.failed_fixes, "children": list(self.children),
             **({"duplicate": True} if self.duplicate else {}),
+            **({"seed": self.seed, "start": self.start} if self.seed else {}),
         }
 
 
@@ -189,6 +199,7 @@ class GifMcts:
                            FIX: self.config.prior_fix * self.config.prior_count}
         self._prior_n = {a: self.config.prior_count for a in (GENERATE, IMPROVE, FIX)}
         self.trace: list[dict] = []
+        self._node_of_call: dict[int, int] = {}
 
     # ----------------------------------------------------------------------------- values
 
@@ -276,8 +287,12 @@ class GifMcts:
         cfg = self.config
         if node.pending or self.is_dead(node_id) or node.duplicate:
             return []  # a copy's expansions would repeat those of the program it copies
+        if node.seed and not node.start:
+            return []  # a candidate for the best program, not a starting point
         if node_id == 0:
-            has_child = bool(node.children)
+            if any(self.nodes[c].start for c in node.children):
+                return []  # the search starts from the seed, not from nothing
+            has_child = any(not self.nodes[c].seed for c in node.children)
             return [GENERATE] if (cfg.allow_generate or not has_child) else []
         if node.buggy:
             if any(self.nodes[c].action == FIX for c in node.children):
@@ -345,8 +360,10 @@ class GifMcts:
             parent = self.nodes[parent_id]
             child = Node(id=len(self.nodes), parent=parent_id, action=action,
                          depth=parent.depth + 1, pending=True,
-                         prefix_lines=parent.prefix_lines + self.config.lines_per_generate)
+                         prefix_lines=parent.prefix_lines + self.config.lines_per_generate,
+                         call=self.calls)
             self.nodes.append(child)
+            self._node_of_call[self.calls] = child.id
             parent.children.append(child.id)
             request = Request(
                 call=self.calls, action=action, parent=parent_id,
@@ -363,8 +380,24 @@ class GifMcts:
         return requests
 
     def node_of(self, request: Request) -> Node:
-        """The node a request created (calls and nodes are numbered in the same order)."""
-        return self.nodes[request.call + 1]
+        """The node a request created."""
+        return self.nodes[self._node_of_call[request.call]]
+
+    def seed(self, k: int, seed: Seed, evaluation: ProgramEvaluation, start: bool) -> None:
+        """The world's ``k``-th seed program as a child of the root (see Seeds in the module
+        docstring), before any call."""
+        if self.calls:
+            raise ValueError("seeds come before the first call")
+        buggy = bool(evaluation.buggy)
+        node = Node(id=len(self.nodes), parent=0, action=seed.label, depth=1,
+                    prefix_lines=seed.prefix_lines, program=seed.program,
+                    score=0.0 if buggy else float(evaluation.score), buggy=buggy,
+                    feedback=evaluation.feedback, mispredicted=evaluation.mispredicted,
+                    call=seed_call(k), seed=seed.label, start=bool(start) and not buggy)
+        self.nodes.append(node)
+        self.nodes[0].children.append(node.id)
+        if not buggy and node.score >= 1.0 - self.config.perfect_tolerance:
+            self.stopped_perfect = True
 
     def apply(self, request: Request, outcome: Outcome) -> None:
         """Fill the pending node of ``request`` with its program and score; update the priors."""
@@ -432,13 +465,24 @@ class GifMcts:
         if not done:
             return None
         best = max(done, key=lambda n: (not n.buggy, n.score, -n.id))
-        return best.id - 1, best.program, ProgramEvaluation(best.score, best.buggy, best.feedback,
-                                                            best.mispredicted)
+        return best.call, best.program, ProgramEvaluation(best.score, best.buggy, best.feedback,
+                                                          best.mispredicted)
 
     def programs(self) -> list[dict]:
-        """The programs written so far, method-neutral (see `Search.programs`)."""
-        return [{"call": n.id - 1, "parent_call": n.parent - 1, "action": n.action,
-                 "score": n.score, "buggy": n.buggy} for n in self.nodes[1:] if not n.pending]
+        """The programs the calls wrote so far, method-neutral (see `Search.programs`); a
+        program refined from a seed names it (``parent_seed``)."""
+        out = []
+        for n in self.nodes[1:]:
+            if n.pending or n.seed:
+                continue
+            parent = self.nodes[n.parent]
+            record = {"call": n.call, "parent_call": parent.call if parent.call is not None
+                      and parent.call >= 0 else -1, "action": n.action, "score": n.score,
+                      "buggy": n.buggy}
+            if parent.seed:
+                record["parent_seed"] = parent.seed
+            out.append(record)
+        return out
 
     def to_json(self) -> dict:
         nodes = []
@@ -447,7 +491,7 @@ class GifMcts:
             record["value"] = self.value(node.id)
             record["visits"] = self.visits(node.id)
             record["dead"] = self.is_dead(node.id)
-            record["call"] = node.id - 1 if node.id else None
+            record["call"] = node.call
             nodes.append(record)
         return {"method": self.method, "calls": self.calls, "stopped_perfect": self.stopped_perfect,
                 "no_progress": sum(1 for n in self.nodes[1:] if self.stalled(n)),

@@ -6,6 +6,11 @@ has been refined), refines the program with the largest draw (*fix* when it is b
 otherwise) and adds the result to the pool. Refining a program raises its N at once, so a
 parallel wave spreads over the pool. An empty pool is seeded by a generation from scratch.
 
+A world's seed programs (the data model, the floor: `codeworld.synthesis.types.Seed`) enter the
+pool before the first call; one that is a *start* is refined like any program, one that is not
+is only a candidate for the best program. A pool with nothing to refine starts with a generation
+from scratch.
+
 Zero-shot asks for independent generations from scratch and keeps the best.
 """
 
@@ -18,7 +23,7 @@ import numpy as np
 
 from codeworld.synthesis.config import AssistConfig, SamplingConfig
 from codeworld.synthesis.types import (FIX, GENERATE, IMPROVE, Outcome, ProgramEvaluation, Request,
-                                       made_no_progress, with_no_progress_note)
+                                       Seed, made_no_progress, seed_call, with_no_progress_note)
 
 
 @dataclass(frozen=True)
@@ -94,11 +99,14 @@ class PoolEntry:
     mispredicted: dict | None = None
     refined: int = 0
     duplicate: bool = False
+    start: bool = True
+    seed: str = ""
 
     def to_json(self) -> dict:
         return {"call": self.call, "parent": self.parent, "action": self.action,
                 "score": self.score, "buggy": self.buggy, "refined": self.refined,
-                **({"duplicate": True} if self.duplicate else {})}
+                **({"duplicate": True} if self.duplicate else {}),
+                **({"seed": self.seed, "start": self.start} if self.seed else {})}
 
 
 class _PoolSearch:
@@ -137,6 +145,20 @@ class _PoolSearch:
     def _stops_on_perfect(self) -> bool:
         return True
 
+    def seed(self, k: int, seed: Seed, evaluation: ProgramEvaluation, start: bool) -> None:
+        """Put the world's ``k``-th seed program in the pool before the first call."""
+        if self.calls:
+            raise ValueError("seeds come before the first call")
+        buggy = bool(evaluation.buggy)
+        score = 0.0 if buggy else float(evaluation.score)
+        self.pool.append(PoolEntry(call=seed_call(k), parent=-1, action=seed.label,
+                                   program=seed.program, score=score, buggy=buggy,
+                                   feedback=evaluation.feedback,
+                                   mispredicted=evaluation.mispredicted,
+                                   start=bool(start) and not buggy, seed=seed.label))
+        if not buggy and score >= 1.0 - self.perfect_tolerance:
+            self.stopped_perfect = True
+
     def best(self) -> tuple[int, str, ProgramEvaluation] | None:
         """The highest-scoring healthy program (earliest on ties), else the first program."""
         if not self.pool:
@@ -148,8 +170,10 @@ class _PoolSearch:
     def programs(self) -> list[dict]:
         """The programs written so far, method-neutral (see `Search.programs`); seeds of the
         pool that no call wrote (negative ids) are left out."""
+        seeds = {e.call: e.seed for e in self.pool if e.seed}
         return [{"call": e.call, "parent_call": e.parent, "action": e.action, "score": e.score,
-                 "buggy": e.buggy} for e in self.pool if e.call >= 0]
+                 "buggy": e.buggy, **({"parent_seed": seeds[e.parent]} if e.parent in seeds else {})}
+                for e in self.pool if e.call >= 0]
 
     def stalled(self, entry: PoolEntry) -> bool:
         """An improvement that left the score of the program it improved where it was."""
@@ -188,12 +212,14 @@ class Rex(_PoolSearch):
         for _ in range(min(max_requests, self.parallel)):
             if self.finished:
                 break
-            if not self.pool:
+            # a seed that is not a start is a candidate for the best program only
+            refinable = [e for e in self.pool if e.start]
+            if not refinable:
                 request = Request(call=self.calls, action=GENERATE, parent=-1)
                 draws: list[float] = []
             else:
                 # a copy is not refined again while an original is in the pool
-                pool = [e for e in self.pool if not e.duplicate] or self.pool
+                pool = [e for e in refinable if not e.duplicate] or refinable
                 params = [self.beta_parameters(e) for e in pool]
                 draws = [float(self.rng.beta(a, b)) for a, b in params]
                 entry = pool[int(np.argmax(draws))]

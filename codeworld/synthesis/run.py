@@ -237,7 +237,8 @@ class Run:
                                 llm=llm, prompts=world.prompts, evaluator=world.evaluator,
                                 budget=self.budget, run_dir=self.run_dir, seed=self.spec.seed,
                                 sampling=getattr(self.config, "sampling", None),
-                                progress=progress, time_limit_s=time_limit_s)
+                                progress=progress, time_limit_s=time_limit_s,
+                                seeds=world.seeds)
             if world.finish is not None:  # also after a time limit: the fit has its own cap
                 result.finish = world.finish(result, self.finish, self.run_dir)
         except BaseException:

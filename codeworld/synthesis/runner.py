@@ -22,7 +22,7 @@ from typing import Any, Callable
 from codeworld.synthesis.config import SamplingConfig
 from codeworld.synthesis.run_dir import RunDir
 from codeworld.synthesis.types import (FIX, ChatModel, Evaluator, Outcome, ProgramEvaluation, PromptBuilder, Request,
-                                       Search)
+                                       Search, Seed, seed_call)
 
 # The finish reason recorded for a call whose prompt did not fit the model's context window.
 PROMPT_TOO_LONG = "prompt_too_long"
@@ -75,8 +75,11 @@ class SearchAccounting:
         fits: programs replaced in the search by their constants fitted to the data (no LLM
             call; see `AssistConfig.fit_constants`), replayed calls included.
         duplicates: programs equal (up to comments and layout) to the skeleton the prompts
-            start from or to a program of an earlier call: not scored again, and not expanded
-            by the search (see `normalized`).
+            start from, to a seed program or to a program of an earlier call: not scored
+            again, and not expanded by the search (see `normalized`).
+        new_programs: calls that wrote a program that is no copy and runs.
+        buggy_programs: calls that wrote no program, or one that is no copy and fails (the
+            three counts add up to the calls).
         too_long: calls whose prompt did not fit the model's context window: rejected by the
             server before any token was processed, recorded without a program (the call counts
             against the budget, so a search cannot ask the same thing without end).
@@ -95,6 +98,8 @@ class SearchAccounting:
     repairs: int = 0
     fits: int = 0
     duplicates: int = 0
+    new_programs: int = 0
+    buggy_programs: int = 0
     too_long: int = 0
 
     @property
@@ -120,8 +125,10 @@ class SynthesisResult:
         finish: what the constant fit and the speed step did to the best program.
         fast_program: the best program's compiled port, when the speed step needed and kept one
             (it predicts the same on every transition of the buffer); plan with it.
-        programs: ``(call, program, score)`` of every program that ran without a bug, in call
-            order (the finish step composes from them).
+        programs: ``(call, program, score)`` of every program that ran without a bug, the
+            world's seeds first (`seed_call`), then in call order (the finish step composes
+            from them).
+        best_seed: the label of the seed program that is the best (``"data"``), if one is.
     """
 
     best_call: int | None
@@ -134,6 +141,7 @@ class SynthesisResult:
     finish: dict = field(default_factory=dict)
     fast_program: str | None = None
     programs: list[tuple[int, str, float]] = field(default_factory=list)
+    best_seed: str | None = None
 
     @property
     def program_to_plan_with(self) -> str | None:
@@ -228,6 +236,15 @@ class _Calls:
                 self.run_dir.save_repairs(request.call, program, repaired, repairs)
         return repaired
 
+    def remember(self, program: str, label: str, evaluation: ProgramEvaluation) -> None:
+        """A seed program (`Seed`): an answer equal to it is a copy of it (the skeleton, as the
+        floor seed, keeps its name)."""
+        key = normalized(program) if self.evaluator.detect_copies else None
+        if key is not None:
+            with self.lock:
+                self.seen[key] = (None if key in self.seen and self.seen[key][0] is None
+                                  else label, evaluation)
+
     def copy_of(self, program: str | None) -> tuple[str | None, tuple | None]:
         """The program's normalized form and the earlier program it copies, if any."""
         key = normalized(program) if self.evaluator.detect_copies else None
@@ -275,14 +292,16 @@ class _Calls:
             self._count(fits=1)
         key, copied = self.copy_of(program)
         if evaluation is None and copied is not None and copied[1] is not None:
-            # a copy of an earlier program (or of the skeleton again): its evaluation, not a new
-            # scoring pass
+            # a copy of an earlier program (or of the skeleton again, or of a seed): its
+            # evaluation, not a new scoring pass
             call, earlier = copied
             evaluation = ProgramEvaluation(
                 earlier.score, earlier.buggy,
-                earlier.feedback if call is None else copy_feedback(f"the program of call {call + 1}"),
+                earlier.feedback if call is None else copy_feedback(
+                    f"the {call} program" if isinstance(call, str) else f"the program of call {call + 1}"),
                 earlier.mispredicted,
-                {**earlier.report, "duplicate_of": "skeleton" if call is None else call + 1})
+                {**earlier.report, "duplicate_of": "skeleton" if call is None else call
+                 if isinstance(call, str) else call + 1})
             if run_dir is not None:
                 run_dir.save_program(request.call, program, evaluation)
         if evaluation is None:
@@ -295,7 +314,10 @@ class _Calls:
             if run_dir is not None:
                 run_dir.save_program(request.call, program, evaluation)
         with self.lock:
-            self.accounting.duplicates += evaluation.report.get("duplicate_of") is not None
+            copy = evaluation.report.get("duplicate_of") is not None
+            self.accounting.duplicates += copy
+            self.accounting.buggy_programs += not copy and evaluation.buggy
+            self.accounting.new_programs += not copy and not evaluation.buggy
             if key is not None and key not in self.seen:
                 self.seen[key] = (request.call, evaluation)
             elif key is not None and self.seen[key][1] is None:  # the skeleton, scored once
@@ -316,7 +338,8 @@ def synthesize(search: Search, *, llm: ChatModel | None, prompts: PromptBuilder,
                budget: int, run_dir: RunDir | None = None, seed: int = 0,
                sampling: SamplingConfig | None = None,
                progress: Callable[[dict], None] | None = None,
-               time_limit_s: float | None = None) -> SynthesisResult:
+               time_limit_s: float | None = None,
+               seeds: tuple[Seed, ...] = ()) -> SynthesisResult:
     """Run a search for at most ``budget`` LLM calls (saved calls in ``run_dir`` are replayed).
 
     A run with a directory, a status and a finish step is `codeworld.synthesis.run.Run`'s job;
@@ -332,6 +355,8 @@ def synthesize(search: Search, *, llm: ChatModel | None, prompts: PromptBuilder,
         seed: the run's seed; call ``i`` samples with ``seed`` and ``sample = i``.
         sampling: temperature and completion length.
         progress: called after each call with a small dict (call, action, score, best, tokens).
+        seeds: the world's programs written before the search (`World.seeds`): scored, saved
+            in ``seeds/``, and handed to the search (when it takes seeds) before the first call.
         time_limit_s: start no new wave of calls after this many seconds of this session (the
             calls under way finish); None has no limit. Saved calls replay regardless.
 
@@ -344,14 +369,24 @@ def synthesize(search: Search, *, llm: ChatModel | None, prompts: PromptBuilder,
     started = time.perf_counter()
     calls = _Calls(llm, prompts, evaluator, run_dir, seed, sampling or SamplingConfig())
     accounting, history, programs = calls.accounting, [], []
-    best_score = float("-inf")
+    seeded = _seed_search(search, seeds, calls) if getattr(search, "seed", None) else {}
+    programs += [(call, s.program, ev.score) for call, (s, ev) in seeded.items() if not ev.buggy]
+    best_score = max((0.0 if ev.buggy else ev.score for _, ev in seeded.values()),
+                     default=float("-inf"))
     pool = None
 
     def save() -> None:
         accounting.wall_seconds = time.perf_counter() - started
         if run_dir is not None:
-            run_dir.save_state({**search.to_json(), "programs": search.programs()},
-                               accounting.to_json(), search.best())
+            best = search.best()
+            state = {**search.to_json(), "programs": search.programs(),
+                     "seeds": [_seed_summary(s, ev) for s, ev in seeded.values()]}
+            if best is not None and best[0] in seeded:  # a seed: its own file, its full record
+                run_dir.save_state(state, accounting.to_json(), None)
+                s, ev = seeded[best[0]]
+                run_dir.save_best(best[0], s.program, ev, {"seed": s.label})
+            else:
+                run_dir.save_state(state, accounting.to_json(), best)
 
     try:
         while search.calls < budget and not search.finished:
@@ -384,6 +419,53 @@ def synthesize(search: Search, *, llm: ChatModel | None, prompts: PromptBuilder,
     if best is None:
         return SynthesisResult(None, None, None, accounting, search, run_dir, history)
     call, program, _ = best
-    evaluation = (run_dir.load_evaluation(call, program) if run_dir else None) or best[2]
+    if call in seeded:
+        evaluation = seeded[call][1]
+    else:
+        evaluation = (run_dir.load_evaluation(call, program) if run_dir else None) or best[2]
     return SynthesisResult(call, program, evaluation, accounting, search, run_dir, history,
-                           programs=programs)
+                           programs=programs,
+                           best_seed=seeded[call][0].label if call in seeded else None)
+
+
+SEEDS_DIR = "seeds"
+
+
+def _seed_summary(seed: Seed, evaluation: ProgramEvaluation) -> dict:
+    """A seed as the search state records it (``tree.json``'s ``seeds``)."""
+    held = (evaluation.report.get("heldout") or {}).get("score")
+    return {"label": seed.label, "score": 0.0 if evaluation.buggy else evaluation.score,
+            "buggy": evaluation.buggy, "heldout": held, "start": seed.start,
+            "file": f"{SEEDS_DIR}/{seed.label}.py"}
+
+
+def _seed_search(search: Search, seeds, calls: "_Calls") -> dict[int, tuple[Seed, ProgramEvaluation]]:
+    """Score the world's seed programs (no LLM call; a resumed run reads the saved evaluation
+    of the same program), save them in the run directory (``seeds/LABEL.py`` and ``.json``),
+    and hand them to the search, a start only where it runs and scores higher than every seed
+    that is not one. Returns them by the call id the search gives them (`seed_call`)."""
+    run_dir, evaluator = calls.run_dir, calls.evaluator
+    scored: dict[int, tuple[Seed, ProgramEvaluation]] = {}
+    for k, seed in enumerate(seeds):
+        evaluation = None
+        if run_dir is not None:
+            saved = run_dir.path / SEEDS_DIR / f"{seed.label}.json"
+            program = run_dir.path / SEEDS_DIR / f"{seed.label}.py"
+            if saved.is_file() and program.is_file() and program.read_text(encoding="utf-8") == seed.program:
+                evaluation = ProgramEvaluation.from_json(run_dir.read_json(f"{SEEDS_DIR}/{seed.label}.json"))
+        if evaluation is None:
+            t0 = time.perf_counter()
+            evaluation = evaluator.evaluate(seed.program)
+            calls._count(eval_seconds=time.perf_counter() - t0)
+            if run_dir is not None:
+                run_dir.save_text(f"{SEEDS_DIR}/{seed.label}.py", seed.program)
+                run_dir.save_record(f"{SEEDS_DIR}/{seed.label}.json",
+                                    {"label": seed.label, "start": seed.start,
+                                     "record": seed.record, **evaluation.to_json()})
+        scored[seed_call(k)] = (seed, evaluation)
+    others = [0.0 if ev.buggy else ev.score for s, ev in scored.values() if not s.start]
+    for k, (seed, evaluation) in enumerate(scored.values()):
+        start = seed.start and not evaluation.buggy and all(evaluation.score > o for o in others)
+        search.seed(k, seed, evaluation, start)
+        calls.remember(seed.program, seed.label, evaluation)
+    return scored

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Protocol, runtime_checkable
 
+
 GENERATE = "generate"
 IMPROVE = "improve"
 FIX = "fix"
@@ -94,6 +95,39 @@ class Evaluator:
         return None
 
 
+# The call id of a world's k-th seed program (`Seed`): below -1, which means "from scratch".
+SEED_CALL = -2
+
+
+def seed_call(k: int) -> int:
+    """The call id the searches give a world's ``k``-th seed (no call wrote it): -2, -3, ..."""
+    return SEED_CALL - k
+
+
+@dataclass(frozen=True)
+class Seed:
+    """A program a world writes before the search, with no LLM call: a node of the search
+    (GIF-MCTS: a child of the root; REx: in the initial pool) scored like any program, and a
+    candidate for the best program.
+
+    Attributes:
+        label: its name in the run's records (``"data"``: the data model; ``"floor"``: the
+            do-nothing model).
+        program: the program.
+        start: the search starts from it (its first calls refine it, and the root writes
+            nothing from scratch) when it runs and scores higher on the training episodes than
+            every seed that is not a start; else it is only a candidate for the best program.
+        prefix_lines: how many of its first lines a *generate* from it continues.
+        record: how it was made (JSON-ready), saved beside it in the run directory.
+    """
+
+    label: str
+    program: str
+    start: bool = True
+    prefix_lines: int = 0
+    record: dict = field(default_factory=dict)
+
+
 @dataclass
 class World:
     """What a synthesis run searches against: how requests become prompts, how programs are
@@ -105,11 +139,14 @@ class World:
         finish: ``finish(result, config, run_dir) -> record`` after the search (a CWMB world
             composes, fits and speeds up its best program: `codeworld.worlds.cwmb.finish`); None
             when the world has no such step.
+        seeds: programs the world wrote before the search (the data model, the floor), which
+            the search scores and builds on before its first call (`Seed`).
     """
 
     prompts: "PromptBuilder"
     evaluator: Evaluator
     finish: Callable[..., dict] | None = None
+    seeds: tuple[Seed, ...] = ()
 
 
 def copies_note(copies: int) -> str:
@@ -205,7 +242,12 @@ class Search(Protocol):
     def finished(self) -> bool: ...
 
     def best(self) -> tuple[int, str, ProgramEvaluation] | None:
-        """The best program so far: (call, source, evaluation)."""
+        """The best program so far: (call, source, evaluation); a seed's call is `seed_call`."""
+
+    def seed(self, k: int, seed: Seed, evaluation: ProgramEvaluation, start: bool) -> None:
+        """Take the world's ``k``-th seed program before the first call (optional: a search
+        without this method ignores seeds): a node or pool entry of its own, refined first
+        when ``start``."""
 
     def programs(self) -> list[dict]:
         """The programs written so far, in a form every method shares (``codeworld show`` and the

@@ -450,7 +450,10 @@ def make_cwmb_world(env_id: str, *, buffer: Any = None, mode: str = "sound",
     # an answer that hands the skeleton back is recognised as a copy (the runner's `normalized`)
     evaluator.skeleton = scaffold.skeleton() if assist.scaffold else None
     evaluator.detect_copies = assist.copies
-    return World(prompts, evaluator, finish=functools.partial(_finish, evaluator))
+    from codeworld.worlds.cwmb.data_model import world_seeds
+
+    seeds = world_seeds(scorer, scaffold, found if assist.relations else None, assist)
+    return World(prompts, evaluator, finish=functools.partial(_finish, evaluator), seeds=seeds)
 
 
 def _finish(evaluator: ScorerEvaluator, result: Any, config: Any, run_dir: Any) -> dict:

@@ -16,7 +16,9 @@ state's. Nothing here knows an environment: it reads arrays, names and tolerance
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass, field, replace
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -47,6 +49,12 @@ class Relation:
         exact: the fraction of transitions the formula predicts within the tolerances.
         constant: the component's change is the same on every transition (0 means it never
             changes).
+        exceptions: the decision list for the transitions the formula gets wrong, as prompt
+            lines (whole-number rules; see `_with_exceptions`).
+        cases: the same list as data: ``(values, outcome)`` pairs, in order: when the formula's
+            value is one of ``values``, the new value is ``outcome`` (None: the old value).
+        target: the text the line starts with (default ``new <name>``).
+        pred: the formula's predictions on the transitions it was checked on.
     """
 
     index: int
@@ -56,6 +64,7 @@ class Relation:
     exact: float
     constant: bool = False
     exceptions: tuple[str, ...] = ()
+    cases: tuple[tuple[tuple[float, ...], float | None], ...] = ()
     target: str = ""
     pred: np.ndarray | None = field(default=None, compare=False, repr=False)
 
@@ -191,7 +200,80 @@ def find_relations(obs: np.ndarray, actions: np.ndarray, next_obs: np.ndarray, n
                 continue  # both already right everywhere
             _angle_pair(relations, pair, x, y_next, (intercept, seen, candidates, labels, atol,
                                                      rtol, max_terms, digits), names)
-    return [relations[i] for i in sorted(relations)]
+    found = [relations[i] for i in sorted(relations)]
+    if mask is not None and not np.all(mask):
+        # a rule is called right where it is checked: on every recorded transition, also those
+        # the fit left out (a clip fitted without the steps that end an episode must not be
+        # called exact when one of them crosses it)
+        found = [checked(r, obs, actions, next_obs, names, discrete=discrete, atol=atol, rtol=rtol)
+                 for r in found]
+    return found
+
+
+def checked(relation: Relation, obs, actions, next_obs, names, *, discrete: bool, atol: float,
+            rtol: float) -> Relation:
+    """`relation` with its ``exact`` share (and ``pred``) measured on the given transitions: its
+    formula as written, evaluated on every one of them (`relation_values`)."""
+    truth = np.asarray(next_obs, dtype=np.float64)[:, relation.index]
+    pred = relation_values(relation, obs, actions, names, discrete=discrete, new_obs=next_obs)
+    exact = float(np.mean(values_close(pred, truth, atol, rtol)))
+    return replace(relation, exact=exact, pred=pred)
+
+
+class _Vector(ast.NodeTransformer):
+    """A formula's tuples made arrays, so that ``(a, b)[action]`` indexes by an array of actions."""
+
+    def visit_Subscript(self, node: ast.Subscript) -> ast.AST:
+        self.generic_visit(node)
+        if isinstance(node.value, ast.Tuple):
+            node.value = ast.Call(ast.Name("_array", ast.Load()), [node.value], [])
+        return node
+
+
+# what a formula's ``math.``, ``min``, ``max`` and ``abs`` mean on arrays
+_ARRAY_MATH = SimpleNamespace(sin=np.sin, cos=np.cos, tan=np.tan, atan2=np.arctan2, exp=np.exp,
+                              log=np.log, sqrt=np.sqrt, tanh=np.tanh, floor=np.floor, pi=np.pi)
+
+
+def formula_values(formula: str, obs, actions, names, *, discrete: bool,
+                   new_obs=None) -> np.ndarray:
+    """The value of a formula of this module (`Relation.formula`, a reward formula) on every
+    transition at once: the names of the state's components (or ``s[i]``), ``new_<name>`` with
+    `new_obs`, ``action`` (or ``action[j]``), numbers, ``math``, ``np``, ``min``, ``max``, ``abs``.
+    The formula is codeworld's own (built by the fits here), never a program's."""
+    x = np.asarray(obs, dtype=np.float64)
+    n = len(x)
+    a = np.asarray(actions)
+    scope: dict = {"np": np, "math": _ARRAY_MATH, "min": np.minimum, "max": np.maximum,
+                   "abs": np.abs, "_array": np.asarray,
+                   "action": a.reshape(n).astype(np.int64) if discrete
+                   else a.reshape(n, -1).astype(np.float64).T}
+    for prefix, values in (("", x), ("new_", new_obs)):
+        if values is None:
+            continue
+        values = np.asarray(values, dtype=np.float64)
+        scope[prefix + "s"] = values.T  # ``s[i]`` of a state too long to unpack
+        for j, name in enumerate(names[:values.shape[1]]):
+            if name.isidentifier():
+                scope[prefix + name] = values[:, j]
+    tree = ast.fix_missing_locations(_Vector().visit(ast.parse(formula, mode="eval")))
+    with np.errstate(all="ignore"):
+        value = eval(compile(tree, "<formula>", "eval"), {"__builtins__": {}}, scope)
+    return np.broadcast_to(np.asarray(value, dtype=np.float64), (n,)).copy()
+
+
+def relation_values(relation: Relation, obs, actions, names, *, discrete: bool,
+                    new_obs=None) -> np.ndarray:
+    """A relation's new values on every transition: its formula, then its exceptions. A formula
+    that reads other components' new values (``new_<name>``, a regression's) needs `new_obs`."""
+    rule = formula_values(relation.formula, obs, actions, names, discrete=discrete,
+                          new_obs=new_obs)
+    out = rule.copy()
+    old = np.asarray(obs, dtype=np.float64)[:, relation.index]
+    for values, outcome in relation.cases:
+        hits = np.isin(rule, values)
+        out[hits] = old[hits] if outcome is None else outcome
+    return out
 
 
 def _action_terms(a: np.ndarray, n: int, discrete: bool, n_actions: int):
@@ -341,16 +423,19 @@ def _with_exceptions(relation: Relation, old: np.ndarray, truth: np.ndarray, ato
         listed = ", ".join(_number(float(v)) for v in values)
         then = f"new {name} = {name} (unchanged)" if kind else f"new {name} = {_number(float(c))}"
         found.append((int(these.sum()), f"when that value is one of {{{listed}}}: {then} "
-                                        f"({int(these.sum())} transitions)", hits, outcome))
+                                        f"({int(these.sum())} transitions)", hits, outcome,
+                      (tuple(float(v) for v in values), None if kind else float(c))))
     found.sort(key=lambda f: -f[0])
-    exceptions, fixed = [], pred.copy()
-    for _, text, hits, outcome in found[:max_exceptions]:
+    exceptions, cases, fixed = [], [], pred.copy()
+    for _, text, hits, outcome, case in found[:max_exceptions]:
         exceptions.append(text)
+        cases.append(case)
         fixed[hits] = outcome[hits]
     if not exceptions:
         return relation
     exact = float(np.mean(values_close(fixed, truth, atol, rtol)))
-    return replace(relation, exceptions=tuple(exceptions), exact=exact, pred=fixed)
+    return replace(relation, exceptions=tuple(exceptions), cases=tuple(cases), exact=exact,
+                   pred=fixed)
 
 
 def angle_pairs(x: np.ndarray, names, atol: float = 1e-6) -> tuple[list[np.ndarray], list[str]]:

@@ -1,0 +1,275 @@
+"""The data model (a program written from the training episodes before the first call), the rules
+it is made of, and the seeds of a search (`codeworld.worlds.cwmb.data_model`,
+`codeworld.worlds.cwmb.rules`, `codeworld.synthesis.types.Seed`). Every environment here is
+built in the test."""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from codeworld.synthesis import GifMcts, GifMctsConfig, Rex, RunDir, RunSpec, synthesize
+from codeworld.synthesis.checks import static_problems
+from codeworld.synthesis.fakes import EchoPrompts, FakeEvaluator, ScriptedLLM, fake_program
+from codeworld.synthesis.types import GENERATE, IMPROVE, Seed
+from codeworld.worlds.cwmb.data_model import build_data_model
+from codeworld.worlds.cwmb.relations import find_relations
+from codeworld.worlds.cwmb.scaffold import build_scaffold
+
+
+def _spec(obs_dim: int, n_actions: int, atol: float) -> SimpleNamespace:
+    return SimpleNamespace(obs_dim=obs_dim, discrete=True, n_actions=n_actions, action_dim=1,
+                           action_low=(), action_high=(), state_atol=atol, state_rtol=0.0)
+
+
+def _program(source: str):
+    """The `step` of a program codeworld wrote (its own code, not an LLM's)."""
+    scope: dict = {}
+    exec(compile(source, "<data model>", "exec"), scope)
+    return scope["step"]
+
+
+def _run(step, obs, actions):
+    out = [step(o, a) for o, a in zip(obs, actions)]
+    return (np.array([o[0] for o in out]), np.array([o[1] for o in out]),
+            np.array([o[2] for o in out]))
+
+
+def _model(obs, actions, nxt, rewards, ends, *, n_actions: int, atol: float, names=""):
+    spec = _spec(obs.shape[1], n_actions, atol)
+    scaffold = build_scaffold(spec, names, rewards=rewards, states=np.concatenate([obs, nxt]))
+    return build_data_model(scaffold, obs, actions, nxt, rewards, ends, state_atol=atol,
+                            state_rtol=0.0, reward_atol=1e-9, reward_rtol=0.0)
+
+
+# ----------------------------------------------------------------- a world the fits get exactly
+
+
+def _rail(n: int, seed: int):
+    """A block on a rail: the position moves by the old velocity, the action pushes the velocity,
+    a spring pulls it back; the reward is a cost on the new position's square (many values);
+    the episode ends when the block leaves [-1.5, 1.5]."""
+    rng = np.random.default_rng(seed)
+    obs = rng.uniform(-1.6, 1.6, size=(n, 2))
+    actions = rng.integers(0, 2, size=n)
+    nxt = np.empty_like(obs)
+    nxt[:, 0] = obs[:, 0] + 0.05 * obs[:, 1]
+    nxt[:, 1] = obs[:, 1] - 0.3 * obs[:, 0] + np.where(actions == 1, 0.1, -0.1)
+    rewards = -2.0 * nxt[:, 0] ** 2
+    ends = np.abs(nxt[:, 0]) > 1.5
+    return obs, actions, nxt, rewards, ends
+
+
+def test_the_data_model_predicts_like_the_true_dynamics_where_the_fits_are_exact():
+    obs, actions, nxt, rewards, ends = _rail(600, seed=0)
+    model = _model(obs, actions, nxt, rewards, ends, n_actions=2, atol=1e-8)
+    assert [c["exact"] for c in model.components] == [1.0, 1.0]
+    assert model.reward["exact"] == 1.0 and model.reward["kind"] == "formula"
+    assert model.done["exact"] == 1.0
+    assert "def step(state, action):" in model.source and "return next_state" in model.source
+    assert static_problems(model.source, state_dim=2, discrete=True, n_actions=2) == []
+    # on transitions it never saw, it is the true world
+    obs2, actions2, nxt2, rewards2, ends2 = _rail(300, seed=1)
+    states, rewards_p, dones = _run(_program(model.source), obs2, actions2)
+    assert np.allclose(states, nxt2, atol=1e-8, rtol=0)
+    assert np.allclose(rewards_p, rewards2, atol=1e-8, rtol=0)
+    assert (dones == ends2).all()
+    # a generate from it continues its head and the rules right on every transition
+    head = model.source.splitlines()[:model.prefix_lines]
+    assert head[-1].strip().startswith("new_") and "reward" not in "\n".join(head)
+
+
+# --------------------------------------------- rare events, a piecewise reward, a packed code
+
+
+def _corridor(episodes: int, seed: int):
+    """Cells 0 to 8; the exit at 8 opens only with the key, picked up (action 2) in cell 3.
+    Reaching the exit ends the episode with reward 10; picking where there is no key costs 1."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for _ in range(episodes):
+        pos, key = 0.0, 0.0
+        for _ in range(40):
+            a = int(rng.choice(3, p=[0.2, 0.6, 0.2]))
+            p2, k2, r = pos, key, 0.0
+            if a == 0:
+                p2 = max(pos - 1, 0.0)
+            elif a == 1:
+                p2 = pos + 1 if pos < 7 or key else pos
+            elif pos == 3:
+                k2 = 1.0
+            else:
+                r = -1.0
+            done = p2 == 8
+            rows.append(([pos, key], a, [p2, k2], 10.0 if done else r, done))
+            pos, key = p2, k2
+            if done:
+                break
+    obs, actions, nxt, rewards, ends = zip(*rows)
+    return (np.array(obs), np.array(actions), np.array(nxt), np.array(rewards),
+            np.array(ends))
+
+
+def test_a_clip_the_data_crosses_is_not_called_exact():
+    obs, actions, nxt, _, ends = _corridor(30, seed=0)
+    assert ((obs[:, 0] == 7) & (nxt[:, 0] == 8)).any()  # the data shows the exit taken
+    found = find_relations(obs, actions, nxt, ["s0", "s1"], discrete=True, n_actions=3,
+                           atol=1e-6, rtol=0.0, mask=~ends)
+    position = next(r for r in found if r.index == 0)
+    assert "min(" in position.formula  # the clip the steps that go on show ...
+    assert position.exact < 1.0      # ... is checked on the steps that end the episode too
+    assert "right on every recorded transition" not in position.line()
+
+
+def test_a_rare_done_event_and_a_piecewise_reward_are_recovered_as_rules():
+    obs, actions, nxt, rewards, ends = _corridor(30, seed=0)
+    assert 0 < ends.sum() < 0.05 * len(ends)
+    model = _model(obs, actions, nxt, rewards, ends, n_actions=3, atol=1e-6)
+    assert model.reward["kind"] == "tree" and model.reward["exact"] == 1.0
+    assert model.done["exact"] == 1.0
+    # the key, picked up on a few transitions, is a condition, not a regression
+    assert [c["exact"] for c in model.components] == [1.0, 1.0]
+    assert model.components[1]["kind"].endswith("+tree")
+    # right on episodes it never saw
+    obs2, actions2, nxt2, rewards2, ends2 = _corridor(30, seed=7)
+    states, rewards_p, dones = _run(_program(model.source), obs2, actions2)
+    assert (states == nxt2).all() and (rewards_p == rewards2).all() and (dones == ends2).all()
+
+
+def _packed(n: int, seed: int):
+    """One whole number packs a cell (0..9) and whether a parcel is carried: code = 2 * cell +
+    carried. Action 0 moves right (to 9 at most), 1 moves left, 2 drops: dropping a carried
+    parcel in cell 6 earns 20, any other drop costs 10, a move costs 1."""
+    rng = np.random.default_rng(seed)
+    code = rng.integers(0, 20, size=n).astype(np.float64)
+    actions = rng.integers(0, 3, size=n)
+    cell, carried = code // 2, code % 2
+    cell2 = np.where(actions == 0, np.minimum(cell + 1, 9), np.where(actions == 1, np.maximum(cell - 1, 0), cell))
+    delivered = (actions == 2) & (cell == 6) & (carried == 1)
+    carried2 = np.where(actions == 2, 0, carried)
+    rewards = np.where(actions < 2, -1.0, np.where(delivered, 20.0, -10.0))
+    return code[:, None], actions, (2 * cell2 + carried2)[:, None], rewards, delivered
+
+
+def test_rules_read_the_parts_of_a_packed_whole_number():
+    obs, actions, nxt, rewards, ends = _packed(800, seed=0)
+    model = _model(obs, actions, nxt, rewards, ends, n_actions=3, atol=0.0)
+    assert model.reward["exact"] == 1.0 and model.done["exact"] == 1.0
+    assert "% 2" in model.source or "// 2" in model.source  # a condition on a decoded part
+    obs2, actions2, nxt2, rewards2, ends2 = _packed(400, seed=3)
+    _, rewards_p, dones = _run(_program(model.source), obs2, actions2)
+    assert (rewards_p == rewards2).all() and (dones == ends2).all()
+
+
+def test_a_rule_never_true_on_the_data_is_not_written():
+    obs, actions, nxt, _, _ = _rail(200, seed=2)
+    rewards = np.full(len(obs), -1.0)
+    ends = np.zeros(len(obs), dtype=bool)
+    model = _model(obs, actions, nxt, rewards, ends, n_actions=2, atol=1e-8)
+    assert "    done = False\n" in model.source and "    reward = -1\n" in model.source
+    assert model.done["kind"] == model.reward["kind"] == "constant"
+
+
+# -------------------------------------------------------------------------- seeds of a search
+
+
+def _seeds(data: float | None, floor: float = 0.6) -> tuple[Seed, ...]:
+    seeds = [] if data is None else [Seed("data", fake_program(data, tag="data"), start=True,
+                                          prefix_lines=3)]
+    return tuple(seeds) + (Seed("floor", fake_program(floor, lines=5), start=False),)
+
+
+@pytest.mark.parametrize("method", ["gif-mcts", "worldcoder"])
+def test_a_search_never_returns_a_best_program_below_the_floor(tmp_path, method):
+    # every answer is worse than doing nothing, or buggy
+    script = [fake_program(0.3, tag=str(k)) if k % 2 else fake_program(bug="boom")
+              for k in range(6)]
+    search = GifMcts(seed=0) if method == "gif-mcts" else Rex(seed=0)
+    run_dir = RunDir(tmp_path / "run")
+    run_dir.init(RunSpec(method))
+    result = synthesize(search, llm=ScriptedLLM(script), prompts=EchoPrompts(),
+                        evaluator=FakeEvaluator(), budget=6, run_dir=run_dir,
+                        seeds=_seeds(0.5, floor=0.6))
+    assert result.best_evaluation.score == 0.6 and result.best_seed == "floor"
+    assert result.accounting.calls == 6
+    best = json.loads((tmp_path / "run" / "best_report.json").read_text())
+    assert best["seed"] == "floor" and best["program"] == "best_model.py"
+    # the data model scored below the floor, so the search did not start from it
+    assert not any(p.get("parent_seed") for p in search.programs())
+
+
+@pytest.mark.parametrize("method", ["gif-mcts", "worldcoder"])
+def test_the_first_calls_improve_the_data_model_where_it_beats_the_floor(tmp_path, method):
+    search = GifMcts(seed=0) if method == "gif-mcts" else Rex(seed=0)
+    run_dir = RunDir(tmp_path / "run")
+    run_dir.init(RunSpec(method))
+    seeds = _seeds(0.8)
+    # (fake programs differ in their number of lines: comments are not part of a program's form)
+    llm = ScriptedLLM([fake_program(0.85, lines=7), seeds[0].program, fake_program(bug="x", lines=8)])
+    evaluator = FakeEvaluator()
+    evaluator.detect_copies = True
+    result = synthesize(search, llm=llm, prompts=EchoPrompts(), evaluator=evaluator,
+                        budget=3, run_dir=run_dir, seeds=seeds)
+    first = json.loads((tmp_path / "run" / "calls" / "0000.json").read_text())["request"]
+    assert first["action"] == IMPROVE and first["program"] == seeds[0].program
+    assert search.programs()[0]["parent_seed"] == "data"
+    if method == "gif-mcts":  # the root writes nothing from scratch: it starts at the data model
+        assert search.open_actions(0) == []
+    # calls by outcome: a new program, a copy (of the data model), a buggy one
+    acc = result.accounting
+    assert (acc.new_programs, acc.duplicates, acc.buggy_programs) == (1, 1, 1)
+    saved = json.loads((tmp_path / "run" / "programs" / "0001.json").read_text())
+    assert saved["report"]["duplicate_of"] == "data"
+    assert result.best_evaluation.score == 0.85 and result.best_call == 0
+    # the seeds are recorded in the run directory, scored, and never counted as calls
+    assert (tmp_path / "run" / "seeds" / "data.py").read_text() == seeds[0].program
+    tree = json.loads((tmp_path / "run" / "tree.json").read_text())
+    assert [s["label"] for s in tree["seeds"]] == ["data", "floor"]
+    assert json.loads((tmp_path / "run" / "accounting.json").read_text())["new_programs"] == 1
+
+
+def test_a_generate_from_the_data_model_continues_its_first_lines():
+    search = GifMcts(GifMctsConfig(allow_improve=False), seed=0)
+    data = Seed("data", fake_program(0.8, tag="data"), start=True, prefix_lines=3)
+    search.seed(0, data, FakeEvaluator().evaluate(data.program), True)
+    [request] = search.propose(1)
+    assert (request.action, request.parent) == (GENERATE, 1)
+    assert request.prefix == "".join(data.program.splitlines(keepends=True)[:3])
+
+
+def test_a_global_fails_the_static_checks():
+    source = ("import numpy as np\n\ncount = 0\n\n\ndef step(state, action):\n"
+              "    global count\n    count += 1\n    return np.array(state), 0.0, False\n")
+    problems = static_problems(source, state_dim=1, discrete=True, n_actions=2)
+    assert [p.kind for p in problems] == ["global"] and problems[0].line == 7
+
+
+def test_a_run_records_its_data_model_and_show_names_it(tmp_path, capsys):
+    from pathlib import Path
+
+    from codeworld.cli import main
+
+    model = (Path(__file__).parent / "models" / "cartpole_functional.py").read_text()
+    wrong = model.replace("TAU = 0.02", "TAU = 0.05")  # worse than the data model
+    script = tmp_path / "s.json"
+    script.write_text(json.dumps([f"```python\n{wrong}```\n"]))
+    out = tmp_path / "run"
+    assert main(["synthesize", "CartPole-v1", "--llm", f"scripted:{script}", "--budget", "1",
+                 "--out", str(out), "--no-fit", "--no-speed-step", "--no-compose"]) == 0
+    printed = capsys.readouterr().out
+    assert "best program: the data model (no call)" in printed
+    assert "calls by outcome: 1 new program(s), 0 copies, 0 buggy" in printed
+    seed = json.loads((out / "seeds" / "data.json").read_text())
+    assert not seed["buggy"] and seed["report"]["heldout"]["score"] > seed["report"]["heldout"]["floor"]
+    assert seed["record"]["done"]["exact"] == 1.0
+    assert (out / "best_model.py").read_text() == (out / "seeds" / "data.py").read_text()
+    call = json.loads((out / "calls" / "0000.json").read_text())["request"]
+    assert call["action"] == "improve" and "written from the recorded data" in call["program"]
+    assert main(["show", str(out)]) == 0
+    shown = capsys.readouterr().out
+    assert "(the data model)" in shown and "the data model (no call): score" in shown
+    assert "the floor (the do-nothing model) (no call)" in shown
+    assert "data model" in (out / "report.html").read_text()
