@@ -96,9 +96,9 @@ class Registry(Generic[T]):
         """The entry called `name`, a lazy one imported.
 
         Raises:
-            The registry's error (`KeyError` unless told otherwise): an unknown name; the message
-            names close matches and the known names. A lazy entry that cannot be imported raises
-            its loader's error (`load_attribute`: ValueError).
+            KeyError: an unknown name (or the registry's own error type); the message names close
+                matches and the known names.
+            ValueError: a lazy entry that cannot be imported (`load_attribute`).
         """
         try:
             entry = self._entries[name]
