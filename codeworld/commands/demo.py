@@ -125,7 +125,8 @@ def demo_config(args: argparse.Namespace):
 
 def synthesize_step(args, spec, config, out: Path, table: _Table, started: float):
     """GIF-MCTS into ``out`` (resumed when it already holds a run)."""
-    from codeworld.commands.runs import best_origin, progress_printer
+    from codeworld.reports.progress import progress_printer
+    from codeworld.reports.text import best_origin
     from codeworld.llm import LLMError, llm_from_args
     from codeworld.synthesis.config import FinishConfig
     from codeworld.worlds.cwmb.cwmb import make_run_world

@@ -1,14 +1,12 @@
-"""The command line's side of a synthesis run: its flags, a line per call while it runs, its
-figures at the end.
+"""The command line's side of a synthesis run: its flags (the lines it prints while it
+runs and at the end are `codeworld.reports`').
 
-Shared by the commands that run or show a synthesis run (``synthesize``, ``demo``, ``show``).
+Shared by the commands that run a synthesis run (``synthesize``, ``demo``).
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
-import time
 
 from codeworld.commands import positive_float, positive_int
 
@@ -78,115 +76,3 @@ def _fraction(text: str) -> float:
     if not 0.0 <= value < 1.0:
         raise argparse.ArgumentTypeError(f"must be in [0, 1), not {text}")
     return value
-
-
-def progress_printer(budget: int, stream=None, started: float | None = None):
-    """A progress callback printing one line per call: calls used, action, score, best, tokens."""
-    stream = stream or sys.stdout
-    started = time.perf_counter() if started is None else started
-
-    def show(event: dict) -> None:
-        status = "buggy" if event["buggy"] else f"{event['score']:.4f}"
-        tag = " (saved)" if event["replayed"] else ""
-        if event.get("duplicate_of") is not None:
-            tag += f"  (a copy of {'the skeleton' if event['duplicate_of'] == 'skeleton' else 'call ' + str(event['duplicate_of'])})"
-        if event.get("fitted_from") is not None:
-            tag += f"  (constants fitted: {event['fitted_from']:.4f} before)"
-        print(f"  call {event['call'] + 1:>3}/{budget}  {event['action']:<8} -> {status:<7}"
-              f" best {event['best']:.4f}  tokens {event['tokens']:>7,}"
-              f"  {time.perf_counter() - started:6.0f}s{tag}", file=stream, flush=True)
-
-    return show
-
-
-def _figures(summary: dict) -> str:
-    def num(key: str) -> str:
-        value = summary.get(key)
-        return "n/a" if value is None else f"{value:.4f}"
-
-    return (f"{num('score')}  strict {num('strict')}  floor {num('floor')}  "
-            f"ceiling {num('ceiling')}  normalized {num('normalized')}")
-
-
-def score_lines(report: dict) -> list[str]:
-    """The best program's training and held-out figures (score, strict, floor, ceiling,
-    floor-normalised), from its evaluation report; empty for a report without them."""
-    from codeworld.scoring.report import normalized_score
-
-    if not report or report.get("score") is None or report.get("n_transitions") is None:
-        return []  # not a report of the scorer (an agent's check, an APPS test run)
-    floor, ceiling = report.get("floor") or {}, report.get("ceiling") or {}
-    train = {"score": report["score"], "strict": report.get("strict"),
-             "floor": floor.get("score"), "ceiling": ceiling.get("score"),
-             "normalized": normalized_score(report["score"], floor.get("score"),
-                                            ceiling.get("score"))}
-    held = report.get("heldout")
-    part = "training:     " if held else "whole buffer: "
-    lines = [f"  {part} {_figures(train)}  ({report.get('n_transitions')} transitions)"]
-    if held:
-        lines.append(f"  held-out:      {_figures(held)}  ({held.get('n_transitions')} transitions)")
-        rare = held.get("rare") or {}
-        parts = [f"reward {v} right on {a:.0%}" for v, a in (rare.get("reward") or {}).items()]
-        if rare.get("done_on_ends") is not None:
-            parts.append(f"done right on {rare['done_on_ends']:.0%} of {rare['n_ends']} episode ends")
-        if parts:
-            lines.append(f"  rare, held-out: {'; '.join(parts)}")
-    exact = report.get("exact")
-    if exact and not exact.get("exact"):
-        lines.append(f"  not exact:     {exact['wrong']} training transitions off by more than "
-                     f"1e-5 (largest {exact['max_error']:.3g} in {exact['where']})")
-    return lines
-
-
-def best_origin(result) -> str:
-    """Where the run's best program came from: ``call N``, or the skeleton when every program
-    the search wrote was buggy."""
-    if (result.finish.get("floor") or {}).get("became_best"):
-        return "the skeleton (every program the search wrote was buggy)"
-    if getattr(result, "best_seed", None):
-        from codeworld.reports.summaries import SEED_NAMES
-
-        return f"{SEED_NAMES.get(result.best_seed, result.best_seed)} (no call)"
-    return f"call {result.best_call + 1}"
-
-
-def summary_text(result) -> str:
-    """The closing lines of a run: best score, where the model is, what it cost."""
-    acc = result.accounting
-    lines = []
-    if result.best_evaluation is None:
-        lines.append("no program was written")
-    else:
-        ev = result.best_evaluation
-        state = "buggy" if ev.buggy else f"score {ev.score:.4f}"
-        lines.append(f"best program: {best_origin(result)}, {state}")
-        lines.extend(score_lines(ev.report))
-    compose = result.finish.get("compose")
-    if compose:
-        from codeworld.worlds.cwmb.finish import compose_verdict
-
-        lines.append(f"  composition:   {compose_verdict(compose)}")
-    fit = result.finish.get("fit")
-    if fit and "skipped" in fit:
-        lines.append(f"  constant fit:  skipped, {fit['skipped']}")
-    elif fit:
-        verdict = "kept" if fit["accepted"] else "not kept"
-        if fit["heldout_before"] is not None and fit["heldout_after"] is not None:
-            verdict += (f" (held-out {fit['heldout_before']:.4f} -> {fit['heldout_after']:.4f}"
-                        f"{', now the best program' if fit['became_best'] else ''})")
-        lines.append(f"  constant fit:  {verdict}")
-    speed = result.finish.get("speed")
-    if speed:
-        how = {"as_written": "compiled as written", "python": "Python path (no compiled form)"}.get(
-            speed["how"], f"compiled after a port ({speed['how']})")
-        rate = f", {speed['steps_per_s']:,.0f} model steps/s" if speed["steps_per_s"] else ""
-        lines.append(f"  speed:         {how}{rate}")
-    if result.run_dir is not None:
-        lines.append(f"  best model:    {result.run_dir.path / 'best_model.py'}")
-        lines.append(f"  run directory: {result.run_dir.path}")
-    lines.append(f"  calls {acc.calls} ({acc.new_calls} new, {acc.replayed_calls} saved, "
-                 f"{acc.cached_calls} from cache, {acc.duplicates} copies), tokens {acc.tokens:,}, "
-                 f"{acc.wall_seconds / 60:.1f} min")
-    lines.append(f"  calls by outcome: {acc.new_programs} new program(s), {acc.duplicates} "
-                 f"copies, {acc.buggy_programs} buggy")
-    return "\n".join(lines)

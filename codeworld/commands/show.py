@@ -32,67 +32,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def format_summary(summary: dict) -> str:
-    lines = [f"{summary['run_dir']}: {summary['method']} on {summary.get('target') or summary['env_id']} with "
-             f"{summary['llm']}, seed {summary['seed']}, {summary['status']}"]
-    acc = summary["accounting"]
-    lines.append(f"calls {summary['calls']}/{summary['budget']}"
-                 + (f", tokens {acc.get('tokens', 0):,} (prompt {acc.get('prompt_tokens', 0):,}"
-                    f" + completion {acc.get('completion_tokens', 0):,}),"
-                    f" LLM {acc.get('llm_seconds', 0):.0f} s" if acc else ""))
-    best = summary["best"]
-    if best:
-        state = "buggy" if best["buggy"] else f"{best['score']:.4f}"
-        searched = next((row for row in summary["per_call"] if row["call"] == best["call"]), None)
-        if best.get("seed"):  # a program the world wrote before the search
-            from codeworld.reports.summaries import SEED_NAMES
-
-            state += f" ({SEED_NAMES.get(best['seed'], best['seed'])})"
-        elif searched and not best["buggy"] and f"{searched['score']:.4f}" != state:
-            # best_report.json holds the final evaluation (the whole buffer, or the composed or
-            # fitted program); the table below has the score the search gave the call.
-            state += f" (call {best['call']}; the search scored it {searched['score']:.4f})"
-        else:
-            state += f" (call {best['call']})"
-        lines.append(f"best score {state}: {best['path']}")
-        from codeworld.commands.runs import score_lines
-
-        lines.extend(line[2:] for line in score_lines(best.get("report") or {}))
-    split = summary.get("split")
-    if split and split.get("n_heldout"):
-        lines.append(f"held out: episodes {', '.join(str(e) for e in split['heldout_episodes'])} "
-                     f"of {split['n_episodes']} ({split['n_heldout']} transitions, never shown "
-                     f"to the search; seed {split['seed']})")
-    from codeworld.reports.summaries import SEED_NAMES
-
-    for seed in summary.get("seeds") or []:
-        held = "" if seed.get("heldout") is None else f", held out {seed['heldout']:.4f}"
-        score = "buggy" if seed["buggy"] else f"{seed['score']:.4f}"
-        lines.append(f"{SEED_NAMES.get(seed['label'], seed['label'])} (no call): score {score}"
-                     f"{held}{', the search starts from it' if seed.get('start') else ''}")
-    outcomes = summary.get("outcomes") or {}
-    if outcomes.get("new") is not None:
-        lines.append(f"calls by outcome: {outcomes['new']} new program(s), {outcomes['copy']} "
-                     f"copies, {outcomes['buggy']} buggy")
-    mix = ", ".join(f"{a} {c['calls']} ({c['buggy']} buggy)"
-                    for a, c in sorted(summary["action_mix"].items()))
-    lines.append(f"actions: {mix or 'none'}")
-    lines.append("best score per call:")
-    heldout = any(row.get("heldout") is not None for row in summary["per_call"])
-    lines.append("  call  action    parent  score    best" + ("     held-out" if heldout else ""))
-    for row in summary["per_call"]:
-        parent = "root" if row["parent"] is None else str(row["parent"])
-        score = "buggy " if row["buggy"] else f"{row['score']:.4f}"
-        held = "" if row.get("heldout") is None else f"{row['heldout']:.4f}"
-        if row.get("duplicate_of") is not None:
-            held += f"  (a copy of {row['duplicate_of']})"
-        lines.append(f"  {row['call']:>4}  {row['action']:<8}  {parent:>6}  {score:<7}  "
-                     f"{row['best']:.4f}   {held}".rstrip())
-    return "\n".join(lines)
-
-
 def run(args: argparse.Namespace) -> int:
     from codeworld.reports import summarize
+    from codeworld.reports.text import format_summary
     from codeworld.synthesis import RunDir
 
     path = Path(args.run_dir)

@@ -50,6 +50,10 @@ def best_origin(result) -> str:
     the search wrote was buggy."""
     if (result.finish.get("floor") or {}).get("became_best"):
         return "the skeleton (every program the search wrote was buggy)"
+    if getattr(result, "best_seed", None):
+        from codeworld.reports.summaries import SEED_NAMES
+
+        return f"{SEED_NAMES.get(result.best_seed, result.best_seed)} (no call)"
     return f"call {result.best_call + 1}"
 
 
@@ -90,6 +94,8 @@ def summary_text(result) -> str:
     lines.append(f"  calls {acc.calls} ({acc.new_calls} new, {acc.replayed_calls} saved, "
                  f"{acc.cached_calls} from cache, {acc.duplicates} copies), tokens {acc.tokens:,}, "
                  f"{acc.wall_seconds / 60:.1f} min")
+    lines.append(f"  calls by outcome: {acc.new_programs} new program(s), {acc.duplicates} "
+                 f"copies, {acc.buggy_programs} buggy")
     return "\n".join(lines)
 
 
@@ -106,7 +112,11 @@ def format_summary(summary: dict) -> str:
     if best:
         state = "buggy" if best["buggy"] else f"{best['score']:.4f}"
         searched = next((row for row in summary["per_call"] if row["call"] == best["call"]), None)
-        if searched and not best["buggy"] and f"{searched['score']:.4f}" != state:
+        if best.get("seed"):  # a program the world wrote before the search
+            from codeworld.reports.summaries import SEED_NAMES
+
+            state += f" ({SEED_NAMES.get(best['seed'], best['seed'])})"
+        elif searched and not best["buggy"] and f"{searched['score']:.4f}" != state:
             # best_report.json holds the final evaluation (the whole buffer, or the composed or
             # fitted program); the table below has the score the search gave the call.
             state += f" (call {best['call']}; the search scored it {searched['score']:.4f})"
@@ -119,6 +129,17 @@ def format_summary(summary: dict) -> str:
         lines.append(f"held out: episodes {', '.join(str(e) for e in split['heldout_episodes'])} "
                      f"of {split['n_episodes']} ({split['n_heldout']} transitions, never shown "
                      f"to the search; seed {split['seed']})")
+    from codeworld.reports.summaries import SEED_NAMES
+
+    for seed in summary.get("seeds") or []:
+        held = "" if seed.get("heldout") is None else f", held out {seed['heldout']:.4f}"
+        score = "buggy" if seed["buggy"] else f"{seed['score']:.4f}"
+        lines.append(f"{SEED_NAMES.get(seed['label'], seed['label'])} (no call): score {score}"
+                     f"{held}{', the search starts from it' if seed.get('start') else ''}")
+    outcomes = summary.get("outcomes") or {}
+    if outcomes.get("new") is not None:
+        lines.append(f"calls by outcome: {outcomes['new']} new program(s), {outcomes['copy']} "
+                     f"copies, {outcomes['buggy']} buggy")
     mix = ", ".join(f"{a} {c['calls']} ({c['buggy']} buggy)"
                     for a, c in sorted(summary["action_mix"].items()))
     lines.append(f"actions: {mix or 'none'}")
