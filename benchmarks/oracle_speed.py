@@ -2,8 +2,9 @@
 
 One run measures, for each continuous MuJoCo environment of the CWMB, in the same process:
 
-* ``mujoco``: MuJoCo's own stepping speed, the bound: ``mj_step`` on one ``MjData``, 100 env
-  steps (``frame_skip`` substeps each) per call, so no Python between substeps, no reward;
+* ``mujoco``: MuJoCo's own stepping speed, the bound: ``mj_step`` on one ``MjData``, sequences
+  of 100 env steps (``frame_skip`` substeps per call) from the env's first state, as a plan's
+  sequences run, no reward;
 * ``batch``: ``mujoco.batch`` stepping 1,000 copies on the oracle's threads, no reward;
 * ``old``: the oracle as it was, one copy at a time (restore the state, the env's ``step``, save
   it), on batches of 1,000 states as CEM asks for them (`OracleModel(native=False)`);
@@ -79,14 +80,17 @@ def measure(env_id: str, threads: int, seconds: float, plan_budget_s: float) -> 
     low, high = np.array(spec.action_low), np.array(spec.action_high)
 
     data = mujoco.MjData(model)
-    mujoco.mj_copyData(data, model, sim.data)
-    controls = rng.uniform(low, high, size=(8, spec.action_dim))
+    spec_state = mujoco.mjtState.mjSTATE_INTEGRATION
+    first = np.empty(mujoco.mj_stateSize(model, spec_state))
+    mujoco.mj_getState(model, sim.data, first, spec_state)
+    controls = rng.uniform(low, high, size=(100, spec.action_dim))
 
-    def raw() -> int:  # 100 env steps per call, stepped in C
+    def raw() -> int:  # one sequence of 100 env steps from the first state, as a plan's are
+        mujoco.mj_setState(model, data, first, spec_state)
         for u in controls:
             data.ctrl[:] = u
-            mujoco.mj_step(model, data, nstep=frame_skip * 100)
-        return 100 * len(controls)
+            mujoco.mj_step(model, data, nstep=frame_skip)
+        return len(controls)
 
     cpu: dict = {}
     out: dict = {"env_id": env_id, "frame_skip": frame_skip, "mujoco": _rate(raw, seconds, cpu, "mujoco"),
