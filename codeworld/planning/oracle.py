@@ -36,6 +36,15 @@ class OracleUnavailable(ValueError):
     """The environment's simulator cannot be saved and restored, so it has no oracle."""
 
 
+def _has_mujoco_batch() -> bool:
+    """Whether the installed MuJoCo has ``mujoco.batch`` (MuJoCo 4; older ones step one at a time)."""
+    try:
+        from mujoco import batch  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
 class MujocoBatchStep:
     """Many copies of a Gymnasium MuJoCo environment stepped at once on MuJoCo's thread pool.
 
@@ -160,7 +169,7 @@ class OracleModel:
             from codeworld.envs.mujoco_tasks import task_of
 
             task = task_of(self.sim)
-            if task is not None:
+            if task is not None and _has_mujoco_batch():
                 self._native = MujocoBatchStep(self.sim, task, threads)
 
     @property
