@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from codeworld.experiments.jobs import Job
-from codeworld.worlds.apps.apps import load_problems, make_apps_world, run_tests, search_tests
+from codeworld.worlds.apps.apps import load_problems, run_tests, search_tests
+from codeworld.worlds.registry import make_world
 
 APPS_JOB_DEFAULTS: dict[str, Any] = {
     "problems": None,           # where the problems are (a folder or a file); required
@@ -46,7 +47,7 @@ def run_apps_job(job: Job, workdir: str) -> dict:
                     extra={"problem": problem_id})
     tests = search_tests(problem, float(options["search_fraction"]))
     started = time.perf_counter()
-    world = make_apps_world(problem, tests, float(options["timeout_s"]))
+    world = make_world("apps", problem, None, tests, timeout_s=float(options["timeout_s"]))
     with make_llm(job.llm, run_dir=str(run.run_dir.path)) as llm:
         result = run.execute(world, llm)
     run_dir = run.run_dir

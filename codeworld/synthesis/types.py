@@ -9,8 +9,10 @@ protocols below, so the search logic is tested with a scripted LLM and a fake ev
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Callable, Protocol, runtime_checkable
 
+if TYPE_CHECKING:
+    from codeworld.synthesis.checks import StaticProblem
 
 GENERATE = "generate"
 IMPROVE = "improve"
@@ -128,10 +130,35 @@ class Seed:
     record: dict = field(default_factory=dict)
 
 
+class Assists(Protocol):
+    """The help a kind of world gives every search, built from its spec and its data (never from
+    its name). Every kind of world in `codeworld.worlds` implements all five; one it lacks answers
+    None or nothing.
+    """
+
+    def skeleton(self) -> str | None:
+        """The program the prompts start from (well formed, it predicts nothing new)."""
+
+    def data_section(self) -> str:
+        """What the recorded data shows, as the prompts show it ("" for none)."""
+
+    def data_model(self) -> Seed | None:
+        """A complete program built from the training data without the LLM (None: not built)."""
+
+    def static_problems(self, source: str) -> list[StaticProblem]:
+        """What static checks find wrong in ``source`` against the world's contract before it
+        runs (empty when nothing is, or the checks are off)."""
+
+    def compose(self, programs: list[tuple[int, str]]) -> str | None:
+        """One program made from the best parts of ``programs`` (``(call, source)``, best
+        first) without an LLM call; None when there is none to make."""
+
+
 @dataclass
 class World:
     """What a synthesis run searches against: how requests become prompts, how programs are
-    scored, and what is done with the best program after the search.
+    scored, and what is done with the best program after the search. Each kind of world is
+    built by its factory (`codeworld.worlds.make_world`).
 
     Attributes:
         prompts: turns requests into messages and completions into programs.
@@ -141,12 +168,14 @@ class World:
             when the world has no such step.
         seeds: programs the world wrote before the search (the data model, the floor), which
             the search scores and builds on before its first call (`Seed`).
+        assists: the world's `Assists` (None: a world made without them).
     """
 
     prompts: "PromptBuilder"
     evaluator: Evaluator
     finish: Callable[..., dict] | None = None
     seeds: tuple[Seed, ...] = ()
+    assists: Assists | None = None
 
 
 def copies_note(copies: int) -> str:

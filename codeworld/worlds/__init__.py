@@ -2,6 +2,10 @@
 object states (`codeworld.worlds.objects`) and APPS problems (`codeworld.worlds.apps`).
 
 A world is what `codeworld.synthesis` runs against (`codeworld.synthesis.types.World`: its prompts,
-its evaluator and its finish step); the synthesis core knows no world, and each kind of world
-lives in its own package here.
+its evaluator, its finish step and its assists); the synthesis core knows no world. Every world is
+built by `make_world` from the registry of kinds (`codeworld.worlds.registry`).
 """
+
+from codeworld.worlds.registry import WORLDS, make_world, register_world, world_kinds
+
+__all__ = ["WORLDS", "make_world", "register_world", "world_kinds"]

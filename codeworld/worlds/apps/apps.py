@@ -321,6 +321,34 @@ class AppsPrompts:
             return None
 
 
+class AppsAssists:
+    """The APPS world's `codeworld.synthesis.types.Assists`: the static checks that fit any
+    program (names never defined, randomness); a problem has no skeleton, no data section, no
+    data model and no composition."""
+
+    def skeleton(self) -> None:
+        return None
+
+    def data_section(self) -> str:
+        return ""
+
+    def data_model(self) -> None:
+        return None
+
+    def static_problems(self, source: str) -> list:
+        import ast
+
+        from codeworld.synthesis.checks import code_problems, unique_problems
+
+        try:
+            return unique_problems(code_problems(ast.parse(source)), 5)
+        except SyntaxError:
+            return []  # the test run reports it, with its line
+
+    def compose(self, programs: list[tuple[int, str]]) -> None:
+        return None
+
+
 class AppsEvaluator(Evaluator):
     """Scores a program by the fraction of the given tests it passes (in a sandbox).
 
@@ -337,20 +365,17 @@ class AppsEvaluator(Evaluator):
         repaired, repairs = repair_imports(program)
         return repaired, [r.to_json() for r in repairs]
 
-    def __init__(self, problem: Problem, tests: list[int], timeout_s: float = 4.0):
+    def __init__(self, problem: Problem, tests: list[int], timeout_s: float = 4.0,
+                 assists: AppsAssists | None = None):
         self.problem = problem
         self.tests = tests
         self.timeout_s = timeout_s
+        self.assists = assists or AppsAssists()
 
     def evaluate(self, program: str) -> ProgramEvaluation:
-        import ast
+        from codeworld.synthesis.checks import format_problems
 
-        from codeworld.synthesis.checks import code_problems, format_problems, unique_problems
-
-        try:
-            problems = unique_problems(code_problems(ast.parse(program)), 5)
-        except SyntaxError:
-            problems = []  # the test run reports it, with its line
+        problems = self.assists.static_problems(program)
         if problems:
             return ProgramEvaluation(0.0, True, format_problems(problems, program), None,
                                      {"status": "static_check", "problems": [q.to_json() for q in problems]})
@@ -380,7 +405,19 @@ def search_tests(problem: Problem, fraction: float = 0.5) -> list[int]:
     return list(range(max(1, int(problem.n_tests * fraction))))
 
 
-def make_apps_world(problem: Problem, tests: list[int], timeout_s: float = 4.0) -> World:
-    """The world of one APPS problem: its prompts, and its evaluator on the tests the search sees
-    (`search_tests`); no finish step."""
-    return World(AppsPrompts(problem), AppsEvaluator(problem, tests, timeout_s))
+def make_apps_world(problem: Problem, assists: None = None, split: list[int] | None = None, *,
+                    timeout_s: float = 4.0) -> World:
+    """The world of one APPS problem: its prompts, its evaluator on the tests the search sees,
+    and its assists (`AppsAssists`); no finish step. Registered as the ``apps`` kind of
+    `codeworld.worlds.make_world`.
+
+    Args:
+        problem: the problem.
+        assists: unused (the import repair and the static checks are always on).
+        split: the indices of the tests the search sees (None: `search_tests`).
+        timeout_s: wall-clock limit of one test.
+    """
+    tests = search_tests(problem) if split is None else list(split)
+    assist = AppsAssists()
+    return World(AppsPrompts(problem), AppsEvaluator(problem, tests, timeout_s, assist),
+                 assists=assist)

@@ -393,13 +393,59 @@ def _values(row: Any) -> str:
     return format_value([float(v) for v in row]) if len(row) != 1 else format_value(float(row[0]))
 
 
-def make_cwmb_world(env_id: str, *, buffer: Any = None, mode: str = "sound",
-                    compile: bool = False, timeout_s: float = PROGRAM_TIMEOUT_S,
-                    assist: Any = None, split: Any = None,
+class CwmbAssists:
+    """The CWMB world's `codeworld.synthesis.types.Assists`: the scaffold's skeleton, the data
+    section of the fitted relations, the static checks of the ``step`` contract against the
+    env's spec, and the composition of programs component by component
+    (`codeworld.worlds.cwmb.compose`).
+
+    Args:
+        evaluator: the world's `ScorerEvaluator` (its scorer, switches and skeleton).
+        data: the data section ("" with the relations off).
+        seeds: the world's seed programs (`codeworld.synthesis.types.Seed`); the data model is
+            the one labelled `DATA_LABEL`.
+    """
+
+    def __init__(self, evaluator: ScorerEvaluator, data: str, seeds: tuple = ()):
+        self.evaluator = evaluator
+        self.data = data
+        self.seeds = seeds
+
+    def skeleton(self) -> str | None:
+        return self.evaluator.skeleton
+
+    def data_section(self) -> str:
+        return self.data
+
+    def data_model(self) -> Any:
+        from codeworld.worlds.cwmb.data_model import DATA_LABEL
+
+        return next((seed for seed in self.seeds if seed.label == DATA_LABEL), None)
+
+    def static_problems(self, source: str) -> list:
+        if not self.evaluator.assist.checks:
+            return []
+        from codeworld.synthesis.checks import static_problems
+
+        spec = self.evaluator.scorer.spec
+        return static_problems(source, state_dim=spec.obs_dim, discrete=spec.discrete,
+                               action_dim=spec.action_dim, n_actions=spec.n_actions)
+
+    def compose(self, programs: list[tuple[int, str]]) -> str | None:
+        from codeworld.worlds.cwmb.compose import compose_programs
+
+        return compose_programs(programs, self.evaluator.scorer,
+                                timeout_s=self.evaluator.timeout_s).source
+
+
+def make_cwmb_world(env_id: str, assist: Any = None, split: Any = None, *, buffer: Any = None,
+                    mode: str = "sound", compile: bool = False,
+                    timeout_s: float = PROGRAM_TIMEOUT_S,
                     heldout_fraction: float | None = None,
                     split_seed: int = 0) -> World:
-    """The world of one CWMB environment, on the training episodes: its prompts, its evaluator
-    and its finish step (compose, fit, speed: `codeworld.worlds.cwmb.finish`).
+    """The world of one CWMB environment, on the training episodes: its prompts, its evaluator,
+    its finish step (compose, fit, speed: `codeworld.worlds.cwmb.finish`) and its assists
+    (`CwmbAssists`). Registered as the ``cwmb`` kind of `codeworld.worlds.make_world`.
 
     The buffer is split by episode (`codeworld.envs.buffers.EpisodeSplit`): the scaffold, the
     data section and the search signal are built from the training episodes only; the
@@ -453,7 +499,8 @@ def make_cwmb_world(env_id: str, *, buffer: Any = None, mode: str = "sound",
     from codeworld.worlds.cwmb.data_model import world_seeds
 
     seeds = world_seeds(scorer, scaffold, found if assist.relations else None, assist)
-    return World(prompts, evaluator, finish=functools.partial(_finish, evaluator), seeds=seeds)
+    return World(prompts, evaluator, finish=functools.partial(_finish, evaluator), seeds=seeds,
+                 assists=CwmbAssists(evaluator, data, seeds))
 
 
 def _finish(evaluator: ScorerEvaluator, result: Any, config: Any, run_dir: Any) -> dict:
@@ -483,13 +530,15 @@ def make_run_world(run: Any, *, heldout_fraction: float | None = None,
     were split (calls saved, no split recorded) keeps its whole buffer, so that it replays; a new
     run draws its split with the run's seed (`heldout_fraction`, default `HELDOUT_FRACTION`).
     """
+    from codeworld.worlds.registry import make_world
+
     spec = run.spec
     legacy = spec.split is None and bool(run.run_dir.load_calls())
-    world = make_cwmb_world(
-        spec.env_id, buffer=spec.buffer, mode=spec.mode or "sound", compile=compile,
+    world = make_world(
+        "cwmb", spec.env_id, getattr(run.config, "assist", None), spec.split,
+        buffer=spec.buffer, mode=spec.mode or "sound", compile=compile,
         timeout_s=PROGRAM_TIMEOUT_S if spec.timeout_s is None else spec.timeout_s,
-        assist=getattr(run.config, "assist", None), split=spec.split, split_seed=spec.seed,
-        heldout_fraction=0.0 if legacy else heldout_fraction)
+        split_seed=spec.seed, heldout_fraction=0.0 if legacy else heldout_fraction)
     run.record(split=world.evaluator.split.to_json())
     return world
 

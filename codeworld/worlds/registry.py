@@ -1,0 +1,59 @@
+"""The registry of kinds of world: a name maps to the factory that builds one world of that kind.
+
+A factory is called ``factory(target, assists, split, **options) -> World`` (the first three
+positional, so each kind names them in its own words):
+
+* ``target``: what the search writes a program for, in the kind's own terms (a CWMB env id, an
+  object level with its recorded data, an APPS problem);
+* ``assists``: which of the world's assists (`codeworld.synthesis.types.Assists`) are on: for
+  CWMB an `AssistConfig`, for object worlds True or False; None: the kind's default;
+* ``split``: what of the target's data the search sees (CWMB: an `EpisodeSplit`, APPS: the
+  tests' indices); None: the kind's default;
+* ``options``: the kind's own settings (CWMB's buffer and scoring mode, an object world's
+  sandbox, APPS's time per test).
+
+Every caller builds its world through `make_world` (the agent's rewrite, the APPS job, the CWMB
+commands and jobs); a new kind of world is its module, one line here (or `register_world`) and
+its test.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from codeworld.registry import Registry
+from codeworld.synthesis.types import World
+
+WorldFactory = Callable[..., World]
+
+WORLDS: Registry[WorldFactory] = Registry("world", {
+    "cwmb": "codeworld.worlds.cwmb.cwmb:make_cwmb_world",
+    "objects": "codeworld.worlds.objects.world:make_object_world",
+    "apps": "codeworld.worlds.apps.apps:make_apps_world",
+})
+
+
+def register_world(kind: str, factory: WorldFactory | str) -> None:
+    """Make ``kind`` a world `make_world` builds.
+
+    Args:
+        kind: the kind's name (new).
+        factory: ``factory(target, assists, split, **options) -> World``, or its
+            ``"module:attribute"`` (imported when the kind is first built).
+    """
+    WORLDS.register(kind, factory)
+
+
+def world_kinds() -> list[str]:
+    """The registered kinds of world, in registration order."""
+    return WORLDS.names()
+
+
+def make_world(kind: str, target: object, assists: object = None, split: object = None,
+               **options: object) -> World:
+    """The world of kind ``kind`` for ``target`` (see the module's docstring for the arguments).
+
+    Raises:
+        KeyError: an unknown kind (the message names close matches and the known kinds).
+    """
+    return WORLDS.get(kind)(target, assists, split, **options)
