@@ -19,6 +19,13 @@ NAMES = ["theta", "omega"]
 CONFIG = RegressionConfig(budget_s=60.0, max_evaluations=300_000, population=300)
 
 
+@pytest.fixture(autouse=True)
+def fresh_answers(tmp_path, monkeypatch):
+    """Each test searches afresh: its own user cache, nothing remembered in the process."""
+    monkeypatch.setenv("CODEWORLD_CACHE_DIR", str(tmp_path / "cache"))
+    regression._ANSWERS.clear()
+
+
 def _pendulum(episodes: int, seed: int):
     """A driven pendulum, semi-implicit: the speed moves by a torque through the angle's
     cosine, the angle by the NEW speed; 20-step episodes from random states and torques."""
@@ -49,7 +56,7 @@ def _compiled(expression, name="regressed"):
     return numba.njit(namespace[name])
 
 
-def test_a_nonlinear_speed_is_recovered_where_the_linear_fits_miss_it():
+def test_a_nonlinear_speed_is_recovered_where_the_linear_fits_miss_it(tmp_path, monkeypatch):
     obs, actions, nxt, episode = _pendulum(12, seed=0)
     linear = {r.name: r for r in find_relations(obs, actions, nxt, NAMES, discrete=False,
                                                 n_actions=0, atol=1e-6, rtol=1e-6)}
@@ -72,7 +79,9 @@ def test_a_nonlinear_speed_is_recovered_where_the_linear_fits_miss_it():
     assert np.all(np.abs(pred - nxt2[:, 1]) <= 1e-6 + 1e-6 * np.abs(nxt2[:, 1]))
     assert np.allclose(found.predict(*_inputs(obs2, actions2)), pred, rtol=1e-12, atol=1e-12)
 
-    # the same seed, the same expression (a fresh search, not the remembered answer)
+    # the answer is kept in the user cache; the same seed searching afresh finds the same
+    assert list((tmp_path / "cache" / "regression").glob("*.json"))
+    monkeypatch.setenv("CODEWORLD_CACHE_DIR", str(tmp_path / "elsewhere"))
     regression._ANSWERS.clear()
     again = regress_component(x, names, nxt[:, 1], atol=1e-6, rtol=1e-6, base=1, groups=episode,
                               seed=0, config=CONFIG)
@@ -114,3 +123,30 @@ def test_bad_settings_are_refused():
         RegressionConfig(symbols="add,pow")
     with pytest.raises(ValueError, match="disagree"):
         regress_component(np.zeros((10, 2)), ["a"], np.zeros(10), atol=0, rtol=0)
+
+
+def test_the_data_section_shows_a_regressed_rule_where_the_linear_fit_misses():
+    from codeworld.worlds.cwmb.cwmb import starter_lines
+    from codeworld.worlds.cwmb.relations import relations_text
+
+    obs, actions, nxt, episode = _pendulum(12, seed=0)
+    fit = dict(discrete=False, n_actions=0, atol=1e-6, rtol=1e-6)
+    plain = {r.name: r for r in find_relations(obs, actions, nxt, NAMES, **fit)}
+    found = find_relations(obs, actions, nxt, NAMES, **fit, regression=CONFIG, episodes=episode)
+    by_name = {r.name: r for r in found}
+    assert all(plain[name].exact < 1.0 for name in NAMES if name in plain)
+    assert by_name["omega"].exact == 1.0 and by_name["theta"].exact == 1.0
+    text = relations_text(found, len(obs))
+    assert f"new omega = {by_name['omega'].formula}  (right on every recorded transition" in text
+
+    # the rules as the first lines of a program, each new value after those it reads: Numba
+    # compiles it, and it steps as the data did
+    numba = pytest.importorskip("numba")
+    source = ("import math\nimport numpy as np\n\ndef step(state, action):\n"
+              "    theta, omega = state[0], state[1]\n" + starter_lines(found)
+              + "    return np.array([new_theta, new_omega])\n")
+    namespace: dict = {}
+    exec(compile(source, "<data section>", "exec"), namespace)
+    step = numba.njit(namespace["step"])
+    pred = np.array([step(s, a) for s, a in zip(obs, actions)])
+    assert np.allclose(pred, nxt, rtol=1e-6, atol=1e-6)

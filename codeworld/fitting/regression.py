@@ -28,7 +28,9 @@ returns None and `unavailable` says why.
 from __future__ import annotations
 
 import hashlib
+import json
 import math
+import os
 import re
 import time
 from dataclasses import dataclass, field
@@ -62,7 +64,7 @@ class RegressionConfig:
     """
 
     budget_s: float = DEFAULT_BUDGET_S
-    max_evaluations: int = 1_000_000
+    max_evaluations: int = 500_000
     population: int = 500
     max_length: int = 40
     symbols: str = "add,sub,mul,div,sin,cos,square"
@@ -180,8 +182,8 @@ def regress_component(inputs, names, target, *, atol: float, rtol: float,
     Returns:
         The `Expression`, or None: regression unavailable (`unavailable`), too few rows, or no
         expression whose held-out error is below the baseline's without being right on fewer
-        held-out rows. The same question asked again in this process gets the same answer
-        without a second search (a search within its budget is deterministic).
+        held-out rows. The same question asked again (in this process, or on this machine:
+        the user cache) gets the same answer without a second search.
     """
     config = config or RegressionConfig()
     budget = float(config.budget_s if budget_s is None else budget_s)
@@ -194,20 +196,72 @@ def regress_component(inputs, names, target, *, atol: float, rtol: float,
         raise ValueError(f"inputs {x.shape}, {len(names)} names and target {y.shape} disagree")
     if unavailable() is not None or len(y) < 8:
         return None
-    key = hashlib.sha256(repr((names, atol, rtol, budget, seed, base, config)).encode())
+    key = hashlib.sha256(repr((_FORMAT, _version(), names, atol, rtol, budget, seed, base,
+                               config)).encode())
     for array in (x, y, groups, baseline):
         key.update(b"|" if array is None else np.ascontiguousarray(array).tobytes())
     digest = key.hexdigest()
     if digest not in _ANSWERS:
+        found, answer = _load(digest)
+        if not found:
+            answer = _regress(x, names, y, atol=atol, rtol=rtol, budget=budget, seed=seed,
+                              base=base, groups=groups, baseline=baseline, config=config)
+            _store(digest, answer)
         if len(_ANSWERS) >= _MAX_ANSWERS:
             _ANSWERS.pop(next(iter(_ANSWERS)))
-        _ANSWERS[digest] = _regress(x, names, y, atol=atol, rtol=rtol, budget=budget, seed=seed,
-                                    base=base, groups=groups, baseline=baseline, config=config)
+        _ANSWERS[digest] = answer
     return _ANSWERS[digest]
 
 
+# Answers already given: in this process, and on disk in the user cache (``regression/``), so
+# that a resumed run or a rebuilt world states the same rules even where a search was cut by its
+# budget (`Expression.budget_hit`). A new library version or format asks again.
 _ANSWERS: dict[str, Expression | None] = {}
 _MAX_ANSWERS = 256
+_FORMAT = 1
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("pyoperon")
+    except PackageNotFoundError:
+        return ""
+
+
+def _cache_file(digest: str):
+    from codeworld._paths import cache_root
+
+    return cache_root() / "regression" / f"{digest}.json"
+
+
+def _load(digest: str) -> tuple[bool, Expression | None]:
+    """(found, answer) from the disk cache; an unreadable entry is not found."""
+    try:
+        data = json.loads(_cache_file(digest).read_text())
+        if data is None:
+            return True, None
+        return True, Expression(**{**data, "names": tuple(data["names"]),
+                                   "columns": tuple(data["columns"])})
+    except (OSError, ValueError, TypeError, KeyError):
+        return False, None
+
+
+def _store(digest: str, answer: Expression | None) -> None:
+    """Writes an answer to the disk cache (atomically; a cache that cannot be written is
+    skipped)."""
+    path = _cache_file(digest)
+    data = None if answer is None else {**answer.to_json(), "seconds": answer.seconds,
+                                        "template": answer.template,
+                                        "columns": list(answer.columns)}
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f"{path.stem}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(data))
+        os.replace(tmp, path)
+    except OSError:
+        pass
 
 
 def _regress(x: np.ndarray, names: tuple[str, ...], y: np.ndarray, *, atol: float, rtol: float,
@@ -234,7 +288,13 @@ def _regress(x: np.ndarray, names: tuple[str, ...], y: np.ndarray, *, atol: floa
         return float(np.mean(values_close(pred[rows], y[rows], atol, rtol)))
 
     best = None  # (rank, template, predict, values)
-    for tree in trees:  # the front of accuracy against length: each refitted, the best kept
+    deadline = started + budget
+    # the front of accuracy against length, the most accurate first: each refitted (while the
+    # budget lasts), the best kept
+    for tree in trees:
+        if time.perf_counter() > deadline and best is not None:
+            hit = True
+            break
         body, values = _emit(tree, columns)
         template = (f"{{x{cols.index(base)}}} + " if base is not None else "") + body
         evaluate = _vectorized(template, len(cols))
@@ -287,7 +347,7 @@ def _search(x: np.ndarray, y: np.ndarray, config: RegressionConfig, budget: floa
     from pyoperon.sklearn import SymbolicRegressor
 
     started = time.perf_counter()
-    limit = max(1, int(math.floor(0.8 * budget)))  # the rest: refits and checks
+    limit = max(1, int(math.floor(0.7 * budget)))  # the rest: refits and checks
     search = SymbolicRegressor(
         allowed_symbols=config.symbols + ",constant,variable", population_size=config.population,
         max_evaluations=config.max_evaluations, generations=10 ** 6,
@@ -297,7 +357,8 @@ def _search(x: np.ndarray, y: np.ndarray, config: RegressionConfig, budget: floa
     search.fit(np.asfortranarray(x), y)
     hit = time.perf_counter() - started >= limit - 0.05
     columns = {h: k for k, h in enumerate(search.variables_)}
-    return [m["tree"] for m in search.pareto_front_], columns, hit
+    front = sorted(search.pareto_front_, key=lambda m: (m["mean_squared_error"], m["length"]))
+    return [m["tree"] for m in front], columns, hit
 
 
 # Each operation's Python form: a unary one wraps its argument, an n-ary one joins its operands.
@@ -365,7 +426,7 @@ def _refit(predict, values: list[float], y: np.ndarray, rows: np.ndarray) -> lis
 
     before = float(np.sum(residuals(start) ** 2))
     try:
-        found = least_squares(residuals, start, method="lm", max_nfev=100 * (len(start) + 1),
+        found = least_squares(residuals, start, method="lm", max_nfev=50 * (len(start) + 1),
                               xtol=1e-15, ftol=1e-15, gtol=1e-15)
     except (ValueError, np.linalg.LinAlgError):
         return values

@@ -85,6 +85,12 @@ class AssistConfig:
         angles: the data section may fit a cosine-sine pair of components through their angle
             (`codeworld.worlds.cwmb.relations.cos_sin_pairs`): the angle's change, each component
             the cosine or sine of the new angle.
+        regression: the data section's fit of a real component that no sparse linear fit
+            gets right on every transition may be a symbolic regression
+            (`codeworld.fitting.regression`, with the ``regression`` extra; skipped without
+            it), where that is right on more transitions and lowers the error on held-out
+            training episodes; it may read the new values of components fitted exactly.
+        regression_seconds: the wall-clock budget of one component's regression.
         data_model: before the first call, the world writes a complete program from the
             training episodes (each component's fitted rule, the reward and done rules:
             `codeworld.worlds.cwmb.data_model`) and the search starts from it where it scores
@@ -109,6 +115,8 @@ class AssistConfig:
     compact_tables: bool = True
     reward_from_old: bool = True
     angles: bool = True
+    regression: bool = True
+    regression_seconds: float = 10.0
     data_model: bool = True
 
     # What a saved config without these (older) fields was made with.
@@ -117,11 +125,14 @@ class AssistConfig:
                                             "beyond_data": False, "beyond_steps": 30,
                                             "compact_tables": False,
                                             "reward_from_old": False, "angles": False,
+                                            "regression": False,
                                             "data_model": False}
 
     def __post_init__(self) -> None:
         if self.fit_seconds <= 0:
             raise ValueError("fit_seconds must be positive")
+        if not self.regression_seconds > 0:
+            raise ValueError("regression_seconds must be positive")
         if self.beyond_steps is not None and self.beyond_steps < 1:
             raise ValueError("beyond_steps must be at least 1 (or None: the planner's lookahead)")
         if self.smoke_transitions < 1:
@@ -187,6 +198,8 @@ ASSIST_ABLATIONS: dict[str, dict] = {
     # clips, wraps, exceptions or reward formula)
     "no-data": {"assist.relations": False},
     "no-structure": {"assist.structure": False},
+    # the data section without symbolic regression (sparse linear fits only)
+    "no-regression": {"assist.regression": False},
     # no data model and no floor program in the search: it starts from the skeleton, as before
     "no-data-model": {"assist.data_model": False},
 }

@@ -488,7 +488,8 @@ def make_cwmb_world(env_id: str, assist: Any = None, split: Any = None, *, buffe
                               states=np.concatenate([buf.obs, buf.next_obs])
                               if assist.form_from_data else None)
     data, found = (_relations(scorer, scaffold.references, assist.structure,
-                              assist.reward_from_old, assist.angles)
+                              assist.reward_from_old, assist.angles,
+                              _regression(assist))
                    if assist.relations else ("", []))
     prompts = CwmbPrompts(description, scaffold if assist.scaffold else None, data,
                           starter_lines(found))
@@ -509,10 +510,20 @@ def _finish(evaluator: ScorerEvaluator, result: Any, config: Any, run_dir: Any) 
     return finish_run(result, evaluator, config, run_dir)
 
 
+def _regression(assist: Any) -> Any:
+    """The data section's `codeworld.fitting.RegressionConfig` (None with it off)."""
+    if not assist.regression:
+        return None
+    from codeworld.fitting.regression import RegressionConfig
+
+    return RegressionConfig(budget_s=assist.regression_seconds)
+
+
 def starter_lines(relations: list) -> str:
     """The first lines of the dynamics a *generate* request after copies starts from: the data
     section's rules that are right on every transition, written as code into ``new_<name>``
     (names that are identifiers, rules without exceptions); else a comment that starts them."""
+    relations = sorted(relations, key=lambda r: "new_" in r.formula)  # what they read first
     lines = [f"    new_{r.name} = {r.formula}\n" for r in relations
              if r.exact >= 1.0 and not r.exceptions and r.name.isidentifier()
              and not (r.constant and r.formula == r.name)]
@@ -544,11 +555,13 @@ def make_run_world(run: Any, *, heldout_fraction: float | None = None,
 
 
 def _relations(scorer: Any, names, structure: bool = True,
-               reward_from_old: bool = False, angles: bool = False) -> tuple[str, list]:
+               reward_from_old: bool = False, angles: bool = False,
+               regression: Any = None) -> tuple[str, list]:
     """The prompt section of what the scorer's buffer shows: the fitted relations (in the
     scorer's tolerances), the rewards and the episode ends; and the relations found.
     ``reward_from_old``: the reward's formula may use the old state too; ``angles``: a
-    cosine-sine pair may be fitted through its angle."""
+    cosine-sine pair may be fitted through its angle; ``regression``: a
+    `codeworld.fitting.RegressionConfig` for the components no linear fit gets right."""
     import numpy as np
 
     from codeworld.scoring.scorer import tolerances
@@ -561,7 +574,8 @@ def _relations(scorer: Any, names, structure: bool = True,
     found = find_relations(buf.obs, buf.actions, buf.next_obs, names, discrete=spec.discrete,
                            n_actions=spec.n_actions, atol=tol.state_atol, rtol=tol.state_rtol,
                            mask=~np.asarray(buf.terminated, dtype=bool), structure=structure,
-                           angles=angles)
+                           angles=angles, regression=regression,
+                           episodes=buf.episode_start)
     outcomes = outcomes_text(buf.obs, buf.actions, buf.next_obs, buf.rewards, buf.terminated,
                              discrete=spec.discrete, names=names, n_actions=spec.n_actions)
     if structure and len(np.unique(buf.rewards)) > MANY_REWARD_VALUES:  # a formula, where one fits

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field, replace
+from typing import Any
 from types import SimpleNamespace
 
 import numpy as np
@@ -32,6 +33,7 @@ _MIN_EXPLAINED = 0.9    # else it must explain this much of the change's varianc
 _MAX_CANDIDATES = 24    # terms tried at each step, pre-selected by correlation with the residual
 _MAX_LIBRARY_DIM = 16   # states up to this size get the nonlinear terms (sin, cos, squares, ...)
 _MAX_PRODUCT_DIM = 8    # ... and pairwise products up to this size
+_MAX_REGRESSED = 8      # at most this many components get a symbolic regression
 MANY_REWARD_VALUES = 6  # a reward of more distinct values than this gets a formula, not a list
 _MAX_EXCEPTION_VALUES = 16  # an exception lists at most this many values
 
@@ -78,6 +80,8 @@ class Relation:
             how = (f"approximate: explains {share} of the change, right within tolerance on "
                    f"{self.exact:.0%} of transitions")
         text = f"- {self.target or 'new ' + self.name} = {self.formula}  ({how})"
+        if not self.target and "new_" in self.formula:
+            text += "  (`new_x` is the value x has after the step: compute it first)"
         for exception in self.exceptions:
             text += f"\n  - except {exception}"
         return text
@@ -141,7 +145,8 @@ def find_relations(obs: np.ndarray, actions: np.ndarray, next_obs: np.ndarray, n
                    discrete: bool, n_actions: int, atol: float, rtol: float,
                    mask: np.ndarray | None = None, max_terms: int = 3,
                    digits: int = 4, structure: bool = True,
-                   angles: bool = False) -> list[Relation]:
+                   angles: bool = False, regression: Any = None,
+                   episodes: np.ndarray | None = None) -> list[Relation]:
     """Sparse linear fits of each component's change (see the module docstring).
 
     Args:
@@ -157,6 +162,11 @@ def find_relations(obs: np.ndarray, actions: np.ndarray, next_obs: np.ndarray, n
         angles: (with `structure`) a cosine-sine pair of components (`cos_sin_pairs`) may be
             fitted through its angle: the change of ``atan2(sine, cosine)``, each component the
             cosine or the sine of the new angle, where that is right more often.
+        regression: (with `structure`) a `codeworld.fitting.RegressionConfig`: a component no
+            fit gets right everywhere gets a symbolic regression where that is right more
+            often (`_regressed`); None: none.
+        episodes: the episode of each transition (``episode_start``), for the regression's
+            held-out episodes.
 
     Returns:
         One `Relation` per component, in component order, whose fit is right on at least half
@@ -207,6 +217,9 @@ def find_relations(obs: np.ndarray, actions: np.ndarray, next_obs: np.ndarray, n
         # called exact when one of them crosses it)
         found = [checked(r, obs, actions, next_obs, names, discrete=discrete, atol=atol, rtol=rtol)
                  for r in found]
+    if regression is not None and structure and not integer:
+        found = _regressed(found, obs, actions, next_obs, names, mask=mask, episodes=episodes,
+                           config=regression, discrete=discrete, atol=atol, rtol=rtol)
     return found
 
 
@@ -274,6 +287,66 @@ def relation_values(relation: Relation, obs, actions, names, *, discrete: bool,
         hits = np.isin(rule, values)
         out[hits] = old[hits] if outcome is None else outcome
     return out
+
+
+def _regressed(found: list[Relation], obs, actions, next_obs, names, *, mask, episodes, config,
+               discrete: bool, atol: float, rtol: float) -> list[Relation]:
+    """`found` with a symbolic regression (`codeworld.fitting.regression`) of each real component
+    that no fit gets right on every transition, where it is right on more of them: the new value
+    from the old state, the action and the new values (``new_<name>``) of the components whose
+    rules are right everywhere (those regressed so far included), in the integrator form
+    ``x + f(...)``, kept only where it lowers the error on held-out episodes (`episodes`, the
+    episode of each transition). A component tried before a rule it could read was found is
+    tried once more with it (a position moved by the new speed). At most `_MAX_REGRESSED`
+    searches, each within ``config.budget_s``; none beyond `_MAX_LIBRARY_DIM` components."""
+    from codeworld.fitting.regression import regress_component
+
+    x, nxt = np.asarray(obs, dtype=np.float64), np.asarray(next_obs, dtype=np.float64)
+    n, d = x.shape
+    rows = np.ones(n, dtype=bool) if mask is None else np.asarray(mask, dtype=bool)
+    if d > _MAX_LIBRARY_DIM or rows.sum() < 8:
+        return found
+    by_index = {r.index: r for r in found}
+    a = np.asarray(actions, dtype=np.float64).reshape(n, -1)
+    plain = list(names[:d]) + (["action"] if discrete else [f"action[{k}]" for k in range(a.shape[1])])
+
+    def exact_everywhere(j: int) -> bool:
+        r = by_index.get(j)
+        return (r is not None and r.exact >= 1.0 and not r.exceptions and str(names[j]).isidentifier()
+                and not (r.constant and r.formula == r.name))
+
+    todo = [i for i in range(d) if not exact_everywhere(i) and np.ptp(nxt[rows, i] - x[rows, i]) > 0]
+    tried: dict[int, tuple] = {}
+    searches = 0
+    for i in todo + todo:  # a second pass where more new values are known
+        known = tuple(j for j in range(d) if j != i and exact_everywhere(j))
+        if exact_everywhere(i) or tried.get(i) == known or searches >= _MAX_REGRESSED:
+            continue
+        tried[i], searches = known, searches + 1
+        inputs = np.column_stack([x, a, nxt[:, list(known)]])
+        labels = plain + [f"new_{names[j]}" for j in known]
+        current = by_index.get(i)
+        baseline = x[rows, i]  # unchanged, or the current rule's predictions where it has them
+        if current is not None and current.pred is not None:
+            pred = np.asarray(current.pred, dtype=np.float64)
+            baseline = pred[rows] if len(pred) == n else pred if len(pred) == rows.sum() else baseline
+        expression = regress_component(
+            inputs[rows], labels, nxt[rows, i], atol=atol, rtol=rtol, base=i, seed=0,
+            groups=None if episodes is None else np.asarray(episodes)[rows], baseline=baseline,
+            config=config)
+        if expression is None:
+            continue
+        pred = expression.predict(inputs, labels)
+        exact = float(np.mean(values_close(pred, nxt[:, i], atol, rtol)))
+        if current is not None and exact <= current.exact:
+            continue
+        change = nxt[rows, i] - x[rows, i]
+        sst = float(((change - change.mean()) ** 2).sum())
+        explained = max(0.0, 1.0 - float(((nxt[rows, i] - pred[rows]) ** 2).sum()) / sst)
+        if exact < _MIN_EXACT and explained < _MIN_EXPLAINED:
+            continue
+        by_index[i] = Relation(i, names[i], expression.source, explained, exact, pred=pred)
+    return [by_index[i] for i in sorted(by_index)]
 
 
 def _action_terms(a: np.ndarray, n: int, discrete: bool, n_actions: int):
