@@ -273,3 +273,19 @@ def test_a_run_records_its_data_model_and_show_names_it(tmp_path, capsys):
     assert "(the data model)" in shown and "the data model (no call): score" in shown
     assert "the floor (the do-nothing model) (no call)" in shown
     assert "data model" in (out / "report.html").read_text()
+
+
+def test_a_resumed_run_replays_from_the_seeds_it_saved(tmp_path):
+    run_dir = RunDir(tmp_path / "run")
+    run_dir.init(RunSpec("gif-mcts"))
+    script = [fake_program(0.85, lines=7), fake_program(0.9, lines=8)]
+    synthesize(GifMcts(seed=0), llm=ScriptedLLM(script), prompts=EchoPrompts(),
+               evaluator=FakeEvaluator(), budget=1, run_dir=run_dir, seeds=_seeds(0.8))
+    # the world builds its data model anew (a time-bounded regression may come out otherwise):
+    # the run goes on from the one it saved, and its saved call replays
+    other = (Seed("data", fake_program(0.7, lines=9), start=True),) + _seeds(0.8)[1:]
+    llm = ScriptedLLM(script)
+    result = synthesize(GifMcts(seed=0), llm=llm, prompts=EchoPrompts(), evaluator=FakeEvaluator(),
+                        budget=2, run_dir=run_dir, seeds=other)
+    assert llm.calls == [1] and result.accounting.replayed_calls == 1
+    assert (tmp_path / "run" / "seeds" / "data.py").read_text() == _seeds(0.8)[0].program

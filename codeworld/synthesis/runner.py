@@ -440,10 +440,14 @@ def _seed_summary(seed: Seed, evaluation: ProgramEvaluation) -> dict:
 
 
 def _seed_search(search: Search, seeds, calls: "_Calls") -> dict[int, tuple[Seed, ProgramEvaluation]]:
-    """Score the world's seed programs (no LLM call; a resumed run reads the saved evaluation
-    of the same program), save them in the run directory (``seeds/LABEL.py`` and ``.json``),
-    and hand them to the search, a start only where it runs and scores higher than every seed
-    that is not one. Returns them by the call id the search gives them (`seed_call`)."""
+    """Score the world's seed programs (no LLM call), save them in the run directory
+    (``seeds/LABEL.py`` and ``.json``), and hand them to the search, a start only where it runs
+    and scores higher than every seed that is not one. A resumed run takes the seeds it saved,
+    program and evaluation, over the world's new ones (a seed built with a time budget may come
+    out otherwise), so that its calls replay. Returns them by the call id the search gives them
+    (`seed_call`)."""
+    from dataclasses import replace
+
     run_dir, evaluator = calls.run_dir, calls.evaluator
     scored: dict[int, tuple[Seed, ProgramEvaluation]] = {}
     for k, seed in enumerate(seeds):
@@ -451,8 +455,12 @@ def _seed_search(search: Search, seeds, calls: "_Calls") -> dict[int, tuple[Seed
         if run_dir is not None:
             saved = run_dir.path / SEEDS_DIR / f"{seed.label}.json"
             program = run_dir.path / SEEDS_DIR / f"{seed.label}.py"
-            if saved.is_file() and program.is_file() and program.read_text(encoding="utf-8") == seed.program:
-                evaluation = ProgramEvaluation.from_json(run_dir.read_json(f"{SEEDS_DIR}/{seed.label}.json"))
+            if saved.is_file() and program.is_file():
+                record = run_dir.read_json(f"{SEEDS_DIR}/{seed.label}.json")
+                evaluation = ProgramEvaluation.from_json(record)
+                seed = replace(seed, program=program.read_text(encoding="utf-8"),
+                               prefix_lines=int(record.get("prefix_lines", seed.prefix_lines)),
+                               record=record.get("record", seed.record))
         if evaluation is None:
             t0 = time.perf_counter()
             evaluation = evaluator.evaluate(seed.program)
@@ -461,7 +469,8 @@ def _seed_search(search: Search, seeds, calls: "_Calls") -> dict[int, tuple[Seed
                 run_dir.save_text(f"{SEEDS_DIR}/{seed.label}.py", seed.program)
                 run_dir.save_record(f"{SEEDS_DIR}/{seed.label}.json",
                                     {"label": seed.label, "start": seed.start,
-                                     "record": seed.record, **evaluation.to_json()})
+                                     "prefix_lines": seed.prefix_lines, "record": seed.record,
+                                     **evaluation.to_json()})
         scored[seed_call(k)] = (seed, evaluation)
     others = [0.0 if ev.buggy else ev.score for s, ev in scored.values() if not s.start]
     for k, (seed, evaluation) in enumerate(scored.values()):

@@ -95,7 +95,7 @@ def build_data_model(scaffold: Any, obs, actions, next_obs, rewards, terminated,
     """
     from codeworld.worlds.cwmb.relations import (MANY_REWARD_VALUES, find_relations,
                                                  find_reward_relation, relation_values)
-    from codeworld.worlds.cwmb.rules import component_rule, done_rule, reward_rule
+    from codeworld.worlds.cwmb.rules import component_rule, done_rule, literal, reward_rule
 
     obs = np.asarray(obs, dtype=np.float64)
     next_obs = np.asarray(next_obs, dtype=np.float64)
@@ -121,9 +121,9 @@ def build_data_model(scaffold: Any, obs, actions, next_obs, rewards, terminated,
             if relation.cases:
                 lines = [f"    _rule = {relation.formula}\n", f"    {new} = _rule\n"]
                 for values, outcome in relation.cases:
-                    listed = ", ".join(f"{v:g}" for v in values)
+                    listed = ", ".join(literal(v) for v in values)
                     lines.append(f"    if _rule in ({listed}{',' if len(values) == 1 else ''}):\n"
-                                 f"        {new} = {ref if outcome is None else f'{outcome:g}'}\n")
+                                 f"        {new} = {ref if outcome is None else literal(outcome)}\n")
             else:
                 lines = [f"    {new} = {relation.formula}\n"]
             kind, text = "fit", relation.formula

@@ -742,7 +742,7 @@ def _prune(base, chosen, slopes, seen, score):
     return base, chosen, slopes, exact, explained
 
 
-def _threshold(low: float, high: float) -> float:
+def between(low: float, high: float) -> float:
     """The number with the fewest significant digits strictly between `low` and `high`."""
     mid = (low + high) / 2
     for d in range(1, 17):
@@ -782,10 +782,10 @@ def find_done_rule(next_obs, actions, terminated, names, *, discrete: bool, n_ac
             label = f"abs(new {name})" if kind else f"new {name}"
             stay, end = f[~ends], f[ends]
             if end.max() > stay.max():
-                t = _threshold(stay.max(), end[end > stay.max()].min())
+                t = between(stay.max(), end[end > stay.max()].min())
                 conds.append((f"{label} > {_number(t)}", f > t))
             if not kind and end.min() < stay.min():
-                t = _threshold(end[end < stay.min()].max(), stay.min())
+                t = between(end[end < stay.min()].max(), stay.min())
                 conds.append((f"{label} < {_number(t)}", f < t))
     if discrete:
         a = np.asarray(actions).reshape(len(ends), -1)[:, 0].astype(np.int64)

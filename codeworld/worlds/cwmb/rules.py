@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from codeworld.kernels.check import values_close
+from codeworld.worlds.cwmb.relations import between
 
 _MAX_DEPTH = 6          # the deepest tree tried
 _MAX_LEAVES = 16        # and at most this many leaves
@@ -157,18 +158,14 @@ def plain(feats: Features) -> Features:
     return feats.select(np.array(["//" not in e and "%" not in e for e in feats.exprs], dtype=bool))
 
 
-def _number(value: float) -> str:
-    return f"{value:g}" if value == 0 or 1e-4 <= abs(value) < 1e15 else repr(float(value))
-
-
-def _between(low: float, high: float) -> float:
-    """The number with the fewest significant digits strictly between `low` and `high`."""
-    mid = (low + high) / 2
-    for digits in range(1, 17):
-        t = float(f"{mid:.{digits}g}")
-        if low < t < high:
-            return t
-    return mid
+def literal(value: float) -> str:
+    """A number as a Python literal that reads back as the same float (``-1``, ``0.25``,
+    ``1234567``), short where that loses nothing."""
+    value = float(value)
+    if value == round(value) and abs(value) < 2 ** 53:
+        return str(int(value))
+    short = f"{value:g}"
+    return short if float(short) == value else repr(value)
 
 
 class Tree:
@@ -201,7 +198,7 @@ class Tree:
             f, t = int(tree.feature[node]), float(tree.threshold[node])
             col = x[:, f]
             below, above = col[rows & (col <= t)], col[rows & (col > t)]
-            cut = _between(below.max(), above.min()) if len(below) and len(above) else t
+            cut = between(below.max(), above.min()) if len(below) and len(above) else t
             low, high = bounds.get(f, (-np.inf, np.inf))
             walk(left, {**bounds, f: (low, min(high, cut))}, rows & (col <= t))
             walk(right, {**bounds, f: (max(low, cut), high)}, rows & (col > t))
@@ -223,9 +220,9 @@ class Tree:
                 out.append(f"{expr} == {int(np.ceil(low))}")
                 continue
             if low > -np.inf:
-                out.append(f"{expr} > {_number(low)}")
+                out.append(f"{expr} > {literal(low)}")
             if high < np.inf:
-                out.append(f"{expr} < {_number(high)}")
+                out.append(f"{expr} < {literal(high)}")
         return out
 
     def selector(self, label: int) -> str:
@@ -326,8 +323,8 @@ def reward_rule(obs, actions, next_obs, rewards, names, *, discrete: bool, n_act
     def right(pred: np.ndarray) -> float:
         return float(np.mean(values_close(pred, r, atol, rtol)))
 
-    options = [Rule(f"    reward = {_number(modal)}\n", right(np.full_like(r, modal)), "constant",
-                    f"the most frequent reward, {_number(modal)}")]
+    options = [Rule(f"    reward = {literal(modal)}\n", right(np.full_like(r, modal)), "constant",
+                    f"the most frequent reward, {literal(modal)}")]
     if formula is not None:
         pred = formula_values(formula, obs, actions, names, discrete=discrete, new_obs=next_obs)
         options.append(Rule(f"    reward = {formula}\n", right(pred), "formula", formula))
@@ -339,15 +336,15 @@ def reward_rule(obs, actions, next_obs, rewards, names, *, discrete: bool, n_act
         if tree is not None:
             pred = tree.classes[tree.pred]
             default = int(np.argmax(np.bincount(tree.pred, minlength=len(tree.classes))))
-            lines = [f"    reward = {_number(float(tree.classes[default]))}\n"]
+            lines = [f"    reward = {literal(float(tree.classes[default]))}\n"]
             text = []
             for label, value in enumerate(tree.classes):
                 if label != default and (tree.pred == label).any():
                     condition = tree.selector(label)
-                    lines.append(f"    if {condition}:\n        reward = {_number(float(value))}\n")
-                    text.append(f"{_number(float(value))} if {condition}")
+                    lines.append(f"    if {condition}:\n        reward = {literal(float(value))}\n")
+                    text.append(f"{literal(float(value))} if {condition}")
             options.append(Rule("".join(lines), right(pred), "tree",
-                                "; ".join(text) + f"; else {_number(float(tree.classes[default]))}"))
+                                "; ".join(text) + f"; else {literal(float(tree.classes[default]))}"))
     # the most often right; of equals, the simpler (the order above)
     return max(options, key=lambda o: o.exact)
 
@@ -382,7 +379,7 @@ def component_rule(index: int, names, rule: np.ndarray, obs, actions, next_obs, 
         if value == 0 or not (tree.pred == label).any():
             continue
         condition = tree.selector(label)
-        then = name if np.isinf(value) else f"new_{name} + {_number(float(value))}".replace("+ -", "- ")
+        then = name if np.isinf(value) else f"new_{name} + {literal(float(value))}".replace("+ -", "- ")
         lines.append(f"    if {condition}:\n        new_{name} = {then}\n")
         text.append(f"{then} if {condition}")
     return Rule("".join(lines), exact, "tree", "; ".join(text))
