@@ -17,6 +17,7 @@ import traceback
 from pathlib import Path
 
 from codeworld.model_worker import PROGRAM_TIMEOUT_S
+from codeworld.reports.table import ResultTable, add_planning, add_scores, add_synthesis
 
 DEFAULT_ENV = "CartPole-v1"
 DEFAULT_BUDGET = 12
@@ -51,28 +52,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-class _Table:
-    """Collects the rows of the closing table, and what could not be measured."""
-
-    def __init__(self):
-        self.rows: list[tuple[str, str]] = []
-        self.missing: list[str] = []
-        self.data: dict = {}
-
-    def add(self, name: str, value: str) -> None:
-        self.rows.append((name, value))
-
-    def text(self) -> str:
-        width = max((len(n) for n, _ in self.rows), default=0)
-        lines = [f"  {n:<{width}}  {v}" for n, v in self.rows]
-        lines += [f"  not measured: {m}" for m in self.missing]
-        return "\n".join(lines)
-
-
-def _fmt(x) -> str:
-    return "n/a" if x is None else f"{x:.4f}"
-
-
 def run(args: argparse.Namespace) -> int:
     from codeworld.envs import resolve_env
 
@@ -86,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
     env_id = spec.env_id
     out = Path(args.out) if args.out else Path("runs") / (
         f"demo-{env_id}-{_dt.datetime.now().strftime('%Y%m%d-%H%M%S')}")
-    table = _Table()
+    table = ResultTable()
     print(f"codeworld demo: GIF-MCTS with the {args.llm} LLM on {env_id}, budget {args.budget} "
           f"calls\n  run directory: {out}", flush=True)
 
@@ -123,10 +102,9 @@ def demo_config(args: argparse.Namespace):
     return config_with_overrides(GifMctsConfig(sampling=SamplingConfig(**DEMO_SAMPLING)), overrides)
 
 
-def synthesize_step(args, spec, config, out: Path, table: _Table, started: float):
+def synthesize_step(args, spec, config, out: Path, table: ResultTable, started: float):
     """GIF-MCTS into ``out`` (resumed when it already holds a run)."""
     from codeworld.reports.progress import progress_printer
-    from codeworld.reports.text import best_origin
     from codeworld.llm import LLMError, llm_from_args
     from codeworld.synthesis.config import FinishConfig
     from codeworld.worlds.cwmb.cwmb import make_run_world
@@ -147,55 +125,12 @@ def synthesize_step(args, spec, config, out: Path, table: _Table, started: float
     except (LLMError, OSError) as exc:
         table.missing.append(f"synthesis stopped: {exc}")
         return None
-    acc = result.accounting
-    limit = (f", stopped at the {args.time_limit:g}-minute limit" if acc.stopped_by_time_limit
-             else "")
-    table.add("LLM calls", f"{acc.calls} of {args.budget} ({acc.cached_calls} from cache, "
-                           f"{acc.replayed_calls} saved{limit}): {acc.new_programs} new "
-                           f"programs, {acc.duplicates} copies, {acc.buggy_programs} buggy")
-    table.add("tokens", f"{acc.tokens:,} (prompt {acc.prompt_tokens:,}, completion "
-                        f"{acc.completion_tokens:,})")
-    table.data.update(calls=acc.calls, stopped_by_time_limit=acc.stopped_by_time_limit,
-                      tokens=acc.tokens, prompt_tokens=acc.prompt_tokens,
-                      completion_tokens=acc.completion_tokens, llm_seconds=acc.llm_seconds,
-                      calls_by_outcome={"new": acc.new_programs, "copy": acc.duplicates,
-                                        "buggy": acc.buggy_programs})
-    if result.best_program is None:
-        table.missing.append("no program was written")
-        return result
-    ev = result.best_evaluation
-    table.add("best program", f"{best_origin(result)}, "
-                              + ("buggy" if ev.buggy else f"search score {ev.score:.4f}")
-                              + f": {out / 'best_model.py'}")
-    table.data.update(best_call=None if result.best_seed else result.best_call + 1,
-                      best_seed=result.best_seed, best_buggy=ev.buggy,
-                      search_score=None if ev.buggy else ev.score)
-    compose = result.finish.get("compose")
-    if compose:
-        from codeworld.worlds.cwmb.finish import compose_verdict
-
-        table.add("composition", compose_verdict(compose))
-        table.data["compose"] = compose
-    fit = result.finish.get("fit")
-    if fit and "accepted" in fit:
-        verdict = ("kept" + (", now the best program" if fit.get("became_best") else "")
-                   if fit["accepted"] else "not kept")
-        table.add("constant fit", f"held-out score "
-                                  f"{_fmt(fit.get('heldout_before'))} -> {_fmt(fit.get('heldout_after'))}"
-                                  f" ({verdict})")
-        table.data["fit"] = {k: fit.get(k) for k in ("accepted", "became_best", "heldout_before",
-                                                       "heldout_after", "score_before", "score_after")}
-    speed = result.finish.get("speed")
-    if speed and "compiled" in speed:
-        rate = speed.get("steps_per_s")
-        table.add("speed", ("compiled" if speed["compiled"] else "Python path")
-                  + (f" ({speed['how'].replace('_', ' ')})" if speed.get("how") else "")
-                  + (f", {rate:,.0f} model steps/s" if rate else ""))
-        table.data["speed"] = {"compiled": speed["compiled"], "steps_per_second": rate}
+    add_synthesis(table, result, budget=args.budget, time_limit=args.time_limit,
+                  best_model=out / "best_model.py")
     return result
 
 
-def score_step(spec, result, table: _Table) -> None:
+def score_step(spec, result, table: ResultTable) -> None:
     """Both scoring modes of the best program on the held-out episodes (and the training ones),
     with floor, ceiling, strict and floor-normalised accuracy."""
     try:
@@ -204,29 +139,13 @@ def score_step(spec, result, table: _Table) -> None:
         split = result.run_dir.spec.split if result.run_dir is not None else None
         scores = score_program(spec, result.best_program, timeout_s=2 * PROGRAM_TIMEOUT_S,
                                split=split)
-        where = "held-out" if scores["heldout"] else "whole buffer"
-        for mode in ("sound", "paper"):
-            for part, summary in ((where, scores[mode]), ("training", scores["training"][mode])):
-                if part == "training" and not scores["heldout"]:
-                    continue
-                status = "" if summary["status"] == "ok" else (
-                    f"  ({summary['status']}: {summary['message']})")
-                table.add(f"accuracy ({mode}, {part})",
-                          f"model {summary['score']:.4f}   strict {summary['strict']:.4f}   "
-                          f"floor {_fmt(summary['floor'])}   ceiling {_fmt(summary['ceiling'])}   "
-                          f"normalized {_fmt(summary['normalized'])}   "
-                          f"({summary['n_transitions']} transitions)" + status)
-            table.data[f"score_{mode}"] = {
-                "model": scores[mode]["score"], "floor": scores[mode]["floor"],
-                "ceiling": scores[mode]["ceiling"], "strict": scores[mode]["strict"],
-                "normalized": scores[mode]["normalized"], "status": scores[mode]["status"],
-                "heldout": scores["heldout"], "training": scores["training"][mode]}
+        add_scores(table, scores)
     except Exception as exc:  # noqa: BLE001 - the demo reports what it could not measure
         traceback.print_exc()
         table.missing.append(f"scoring failed: {type(exc).__name__}: {exc}")
 
 
-def plan_step(args, spec, result, table: _Table) -> None:
+def plan_step(args, spec, result, table: ResultTable) -> None:
     """Random, oracle and model-planner returns on the real environment; normalized return."""
     try:
         from codeworld.planning import evaluate
@@ -235,17 +154,7 @@ def plan_step(args, spec, result, table: _Table) -> None:
               f"{args.max_steps} steps...", flush=True)
         ev = evaluate(spec, result.program_to_plan_with, episodes=args.episodes, seed=args.seed,
                       max_steps=args.max_steps)
-        r = ev.to_dict()
-        table.add("returns", f"random {_fmt(r['return_random'])}   oracle "
-                             f"{_fmt(r['return_oracle'])}   model {_fmt(r['return_model'])}"
-                             f"   ({args.episodes} episodes, <= {args.max_steps} steps)")
-        norm = ev.normalized_return
-        table.add("normalized return", f"{norm:.4f}" if norm is not None else str(ev.normalized_note))
-        table.data["planning"] = {"episodes": args.episodes, "max_steps": args.max_steps,
-                                  "return_random": r["return_random"],
-                                  "return_oracle": r["return_oracle"],
-                                  "return_model": r["return_model"], "normalized_return": norm,
-                                  "note": ev.normalized_note}
+        add_planning(table, ev, episodes=args.episodes, max_steps=args.max_steps)
     except Exception as exc:  # noqa: BLE001 - the demo reports what it could not measure
         traceback.print_exc()
         table.missing.append(f"planning failed: {type(exc).__name__}: {exc}")
