@@ -419,4 +419,5 @@ def test_cli_run_on_a_full_disk_prints_one_line(cli_run, tmp_path, monkeypatch, 
     message, *hint = err.strip().splitlines()
     assert message.startswith(f"codeworld synthesize: could not write {out}")
     assert message.endswith("No space left on device (free some space, then resume the run)")
-    assert hint == [f"  resume with: codeworld synthesize --resume --out {out}"]
+    assert len(hint) == 1 and hint[0].startswith("  resume with: ")
+    assert hint[0].endswith(f"codeworld synthesize --resume --out {out} --llm {cli_run[1]}")

@@ -68,7 +68,7 @@ def test_a_legacy_run_replays_without_an_llm_call_and_with_the_same_scores(legac
     best = json.loads((legacy_run / "best_report.json").read_text())
     empty = scripted(tmp_path / "none.json", [])
     assert main(["synthesize", "--resume", "--out", str(legacy_run), "--llm", empty,
-                 "--no-fit", "--no-speed-step"]) == 0
+                 "--switch-llm", "--no-fit", "--no-speed-step"]) == 0
     printed = capsys.readouterr().out
     assert "call   1/2  generate -> buggy" in printed
     assert "call   2/2  fix      -> 0.6686  best 0.6686" in printed and "(saved)" in printed
@@ -103,7 +103,7 @@ def test_a_legacy_run_resumes_with_more_budget(legacy_run, tmp_path, capsys):
     before = json.loads((legacy_run / "run.json").read_text())
     good = scripted(tmp_path / "good.json", [MODEL.read_text()])
     assert main(["synthesize", "--resume", "--out", str(legacy_run), "--llm", good,
-                 "--budget", "3", "--no-fit", "--no-speed-step"]) == 0
+                 "--switch-llm", "--budget", "3", "--no-fit", "--no-speed-step"]) == 0
     printed = capsys.readouterr().out
     assert "call   3/3  improve  -> 1.0000  best 1.0000" in printed
     assert "calls 3 (1 new, 2 saved, 0 from cache, 0 copies)" in printed

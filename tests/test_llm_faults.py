@@ -254,7 +254,7 @@ def test_a_run_killed_during_a_call_and_resumed_keeps_one_accounting(tmp_path):
     script = tmp_path / "second.json"
     script.write_text(json.dumps(second))
     assert main(["synthesize", "--resume", "--out", str(out), "--llm", f"scripted:{script}",
-                 "--budget", "4", "--no-fit"]) == 0
+                 "--switch-llm", "--budget", "4", "--no-fit"]) == 0
 
     run = json.loads((out / "accounting.json").read_text())
     llm = LLMAccounting.from_log(out)
@@ -324,5 +324,5 @@ def test_a_run_stopped_with_sigterm_ends_as_after_ctrl_c(tmp_path):
     process.send_signal(signal.SIGTERM)
     _, err = process.communicate(timeout=60)
     assert process.returncode == 130, err[-2000:]
-    assert f"resume with: codeworld synthesize --resume --out {out}" in err
+    assert f"codeworld synthesize --resume --out {out} --llm " in err  # the complete command
     assert json.loads((out / "run.json").read_text())["status"] == "interrupted"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import json
+import shlex
 from pathlib import Path
 
 import pytest
@@ -106,11 +107,12 @@ def test_cli_ctrl_c_prints_how_to_resume_and_the_resume_finishes(tmp_path, capsy
     monkeypatch.setattr(runner._Calls, "completion", interrupted)
     assert main(args) == 130
     err = capsys.readouterr().err
-    assert f"interrupted; resume with: codeworld synthesize --resume --out {tmp_path / 'run'}" in err
+    hint = err.split("interrupted; resume with: ")[1].strip()
+    assert hint.endswith(f"codeworld synthesize --resume --out {tmp_path / 'run'} --llm "
+                         f"scripted:{script} --llm-cache-dir {tmp_path / 'cache'}")  # complete
     assert json.loads((tmp_path / "run" / "run.json").read_text())["status"] == "interrupted"
     monkeypatch.setattr(runner._Calls, "completion", real)
-    assert main(["synthesize", "--resume", "--out", str(tmp_path / "run"), "--llm",
-                 f"scripted:{script}", "--quiet", "--llm-cache-dir", str(tmp_path / "cache")]) == 0
+    assert main(shlex.split(hint)[1:] + ["--quiet"]) == 0
     saved = json.loads((tmp_path / "run" / "run.json").read_text())
     assert saved["status"] == "finished" and saved["finish"]["speed_step"] is False
 

@@ -71,7 +71,8 @@ def test_existing_run_needs_resume_and_resume_continues(tmp_path, programs, caps
                  "--out", str(out)]) == 2
     assert "--resume" in capsys.readouterr().err
     rest = write_script(tmp_path / "b.json", [programs["good"]])
-    assert main(["synthesize", "--resume", "--out", str(out), "--llm", rest, "--budget", "2"]) == 0
+    assert main(["synthesize", "--resume", "--out", str(out), "--llm", rest, "--budget", "2",
+                 "--switch-llm"]) == 0
     meta = json.loads((out / "run.json").read_text())
     assert meta["method"] == "worldcoder" and meta["budget"] == 2
     assert sorted(p.name for p in (out / "calls").iterdir()) == ["0000.json", "0001.json"]

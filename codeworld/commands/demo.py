@@ -47,29 +47,32 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--max-steps", type=positive_int, default=DEFAULT_MAX_STEPS,
                         help=f"cap on steps per planning episode (default {DEFAULT_MAX_STEPS})")
     add_run_arguments(parser, budget=DEFAULT_BUDGET, time_limit=DEFAULT_SEARCH_MINUTES,
-                      out="runs/demo-ENV-TIME; an existing one is resumed")
-    add_llm_arguments(parser)
+                      out="runs/demo-ENV-TIME; an existing one is resumed", continues=True)
+    add_llm_arguments(parser, continues_runs=True)
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    from codeworld.commands.runs import codeworld_command
     from codeworld.envs import resolve_env
 
     started = time.perf_counter()
     try:
         spec = resolve_env(args.env)
         config = demo_config(args)
-    except (KeyError, ValueError, TypeError) as exc:
-        print(f"codeworld demo: {exc.args[0] if exc.args else exc}", file=sys.stderr)
+        out = Path(args.out) if args.out else Path("runs") / (
+            f"demo-{spec.env_id}-{_dt.datetime.now().strftime('%Y%m%d-%H%M%S')}")
+        run = start_run(args, spec, config, out)
+    except (KeyError, ValueError, TypeError, OSError) as exc:
+        print(f"codeworld demo: {exc.args[0] if isinstance(exc, KeyError) and exc.args else exc}",
+              file=sys.stderr)
         return 2
     env_id = spec.env_id
-    out = Path(args.out) if args.out else Path("runs") / (
-        f"demo-{env_id}-{_dt.datetime.now().strftime('%Y%m%d-%H%M%S')}")
     table = ResultTable()
-    print(f"codeworld demo: GIF-MCTS with the {args.llm} LLM on {env_id}, budget {args.budget} "
+    print(f"codeworld demo: GIF-MCTS with the {args.llm} LLM on {env_id}, budget {run.budget} "
           f"calls\n  run directory: {out}", flush=True)
 
-    result = synthesize_step(args, spec, config, out, table, started)
+    result = synthesize_step(args, run, config, out, table, started)
     if result is not None and result.best_program is not None:
         score_step(spec, result, table)
         plan_step(args, spec, result, table)
@@ -83,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
         RunDir(out).save_record("demo.json", table.data)
     print("\nresult")
     print(table.text())
-    print(f"\nrun directory: {out}  (inspect with: codeworld show {out})")
+    print(f"\nrun directory: {out}  (inspect with: {codeworld_command()} show {out})")
     return 0 if not table.missing else 1
 
 
@@ -102,30 +105,56 @@ def demo_config(args: argparse.Namespace):
     return config_with_overrides(GifMctsConfig(sampling=SamplingConfig(**DEMO_SAMPLING)), overrides)
 
 
-def synthesize_step(args, spec, config, out: Path, table: ResultTable, started: float):
+def start_run(args, spec, config, out: Path):
+    """The demo's GIF-MCTS run in ``out``: a new one, or the one there to continue (with the
+    LLM it was run with, unless ``--switch-llm``). Sets ``args.llm`` to the LLM it runs with.
+
+    Raises:
+        ValueError: an unknown LLM backend; ``out`` is a file or a folder of other files, or a
+            run with another LLM, or in use.
+        OSError: ``out`` cannot be made.
+    """
+    from codeworld.llm.arguments import default_llm_spec
+    from codeworld.llm.backends import resolve
+    from codeworld.synthesis.config import FinishConfig
+    from codeworld.synthesis.run import Run
+
+    resolve(args.llm or default_llm_spec())  # an unknown backend, before any folder is made
+    run = Run.start(out, "gif-mcts", config, finish=FinishConfig(), continue_existing=True,
+                    switch_llm=args.switch_llm, env_id=spec.env_id, llm=args.llm or None,
+                    budget=args.budget, seed=args.seed, mode="sound", buffer=None,
+                    timeout_s=PROGRAM_TIMEOUT_S)
+    if run.spec.llm is None:  # a new run given no --llm
+        run.record(llm=default_llm_spec())
+    args.llm = run.spec.llm
+    return run
+
+
+def synthesize_step(args, run, config, out: Path, table: ResultTable, started: float):
     """GIF-MCTS into ``out`` (resumed when it already holds a run)."""
     from codeworld.reports.progress import progress_printer
     from codeworld.llm import LLMError, llm_from_args
-    from codeworld.synthesis.config import FinishConfig
     from codeworld.worlds.cwmb.cwmb import make_run_world
-    from codeworld.synthesis.run import Run
 
-    run = Run.start(out, "gif-mcts", config, finish=FinishConfig(), continue_existing=True,
-                    env_id=spec.env_id, llm=args.llm, budget=args.budget, seed=args.seed,
-                    mode="sound", buffer=None, timeout_s=PROGRAM_TIMEOUT_S)
-    world = make_run_world(run)
-    if args.llm == "local":
-        print("  preparing the embedded model (the first time joins and checks ~1.1 GB)...",
-              flush=True)
     try:
-        with llm_from_args(args, run_dir=str(out), slots=config.parallel) as llm:
-            result = run.execute(world, llm, progress=None if args.quiet else progress_printer(args.budget),
+        world = make_run_world(run)
+        if args.llm == "local":
+            print("  preparing the embedded model (the first time joins and checks ~1.1 GB)...",
+                  flush=True)
+        llm = llm_from_args(args, run_dir=str(out), slots=config.parallel)
+    except (LLMError, ValueError, OSError) as exc:
+        run.setup_failed()
+        table.missing.append(f"synthesis stopped: {exc}")
+        return None
+    try:
+        with llm:
+            result = run.execute(world, llm, progress=None if args.quiet else progress_printer(run.budget),
                                  time_limit_s=max(0.0, 60 * args.time_limit
                                                   - (time.perf_counter() - started)))
     except (LLMError, OSError) as exc:
         table.missing.append(f"synthesis stopped: {exc}")
         return None
-    add_synthesis(table, result, budget=args.budget, time_limit=args.time_limit,
+    add_synthesis(table, result, budget=run.budget, time_limit=args.time_limit,
                   best_model=out / "best_model.py")
     return result
 

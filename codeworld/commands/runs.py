@@ -1,5 +1,5 @@
-"""The command line's side of a synthesis run: its flags (the lines it prints while it
-runs and at the end are `codeworld.reports`').
+"""The command line's side of a synthesis run: its flags and the command that resumes it (the
+lines it prints while it runs and at the end are `codeworld.reports`').
 
 Shared by the commands that run a synthesis run (``synthesize``, ``demo``).
 """
@@ -7,14 +7,16 @@ Shared by the commands that run a synthesis run (``synthesize``, ``demo``).
 from __future__ import annotations
 
 import argparse
+import sys
 
 from codeworld.commands import positive_float, positive_int
 
 
 def add_run_arguments(parser: argparse.ArgumentParser, *, budget: int, out: str,
-                      time_limit: float | None = None, resumable: bool = False) -> None:
+                      time_limit: float | None = None, resumable: bool = False,
+                      continues: bool = False) -> None:
     """The flags of any synthesis run: ``--budget``, ``--seed``, ``--out``, ``--set``,
-    ``--parallel``, ``--time-limit``, ``--quiet`` (and ``--resume``).
+    ``--parallel``, ``--time-limit``, ``--quiet`` (and ``--resume``, ``--switch-llm``).
 
     Args:
         parser: the command's parser.
@@ -22,6 +24,8 @@ def add_run_arguments(parser: argparse.ArgumentParser, *, budget: int, out: str,
         out: the default run directory, as the help text shows it.
         time_limit: the default time limit in minutes (None: none).
         resumable: the command has ``--resume`` (the budget's default is then the saved one).
+        continues: the command continues a run already in ``--out`` (as ``--resume`` does), so
+            it has ``--switch-llm`` (implied by ``resumable``).
     """
     saved = "; on --resume, the saved budget unless given" if resumable else ""
     parser.add_argument("--budget", type=positive_int, default=None if resumable else budget,
@@ -30,7 +34,11 @@ def add_run_arguments(parser: argparse.ArgumentParser, *, budget: int, out: str,
     parser.add_argument("--out", default=None, metavar="RUN_DIR", help=f"run directory (default {out})")
     if resumable:
         parser.add_argument("--resume", action="store_true",
-                            help="continue the run in --out (method, env, seed and config from it)")
+                            help="continue the run in --out (method, env, seed, LLM and config from it)")
+    if resumable or continues:
+        parser.add_argument("--switch-llm", action="store_true",
+                            help="continue a run with the --llm given though it was run with "
+                                 "another (refused without this flag; each call records its LLM)")
     parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                         help="change a config field, e.g. --set ucb_c=0.2 --set allow_fix=false "
                              "--set sampling.temperature=0.7 (repeatable)")
@@ -76,3 +84,38 @@ def _fraction(text: str) -> float:
     if not 0.0 <= value < 1.0:
         raise argparse.ArgumentTypeError(f"must be in [0, 1), not {text}")
     return value
+
+
+def codeworld_command() -> str:
+    """How to run codeworld from this shell, for a command line to print: ``codeworld`` when
+    that is this installation's script on the PATH, else that script's path (``.venv/bin/codeworld``
+    after ``make demo``, which puts nothing on the PATH), else ``PYTHON -m codeworld``."""
+    import os
+    import shlex
+    import shutil
+    from pathlib import Path
+
+    # the venv's bin/ (abspath: not the link's target, which is the base interpreter's)
+    script = Path(os.path.abspath(sys.executable)).parent / "codeworld"
+    found = shutil.which("codeworld")
+    if found and (not script.is_file() or os.path.samefile(found, script)):
+        return "codeworld"
+    if script.is_file():
+        try:
+            shown = str(script.relative_to(Path.cwd()))
+        except ValueError:
+            shown = str(script)
+        return shlex.quote(shown if os.sep in shown else f".{os.sep}{shown}")
+    return f"{shlex.quote(sys.executable)} -m codeworld"
+
+
+def resume_command(args: argparse.Namespace, run_dir) -> str:
+    """The complete command that continues the run in ``run_dir`` as this one ran: the program
+    as this shell reaches it, the run directory, the LLM and the LLM settings given (the run
+    keeps its LLM on a resume anyway; printing it makes the hint a command to copy)."""
+    import shlex
+
+    from codeworld.llm.arguments import llm_argv
+
+    argv = ["synthesize", "--resume", "--out", str(run_dir), *llm_argv(args)]
+    return " ".join([codeworld_command(), *map(shlex.quote, argv)])

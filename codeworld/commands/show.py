@@ -43,27 +43,44 @@ def run(args: argparse.Namespace) -> int:
     if not RunDir(path).exists():
         print(f"codeworld show: {path} is not a run directory (no run.json)", file=sys.stderr)
         return 2
+    from codeworld.synthesis.run_dir import check_output
+
     try:
+        if not args.no_picture and args.html:
+            check_output(args.html)
         summary = summarize(path)
-    except ValueError as exc:  # a run.json that is not a run's spec
+    except (ValueError, OSError) as exc:  # a record that is not a run's (named), an unwritable page
         print(f"codeworld show: {exc}", file=sys.stderr)
         return 2
     picture = None
+    opened = True
     if not args.no_picture:
         from codeworld.reports import write_run_page
 
-        picture = write_run_page(path, args.html)
+        try:
+            picture = write_run_page(path, args.html)
+        except OSError as exc:
+            print(f"codeworld show: {exc}", file=sys.stderr)
+            return 2
         summary["picture"] = str(picture)
         if args.open:
             import webbrowser
 
-            webbrowser.open(picture.resolve().as_uri())
+            opened = webbrowser.open(picture.resolve().as_uri())
     if args.json:
         print(json.dumps(summary, indent=2))
     else:
         print(format_summary(summary))
         if picture is not None:
             print(f"report: {picture}")
+    if not opened:
+        print(f"codeworld show: no web browser could be started here; open {picture} in one",
+              file=sys.stderr)
+        return 1
+    if summary["problems"]:
+        print(f"codeworld show: {len(summary['problems'])} record(s) could not be read and are "
+              f"left out (the page names them): {summary['problems'][0]}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -33,7 +33,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_run_arguments(parser, budget=DEFAULT_BUDGET, out="runs/ENV-METHOD-seedS-TIME",
                       resumable=True)
     add_world_arguments(parser)
-    add_llm_arguments(parser)
+    add_llm_arguments(parser, continues_runs=True)
     parser.set_defaults(func=run)
 
 
@@ -45,6 +45,8 @@ def run_from_args(args: argparse.Namespace):
     """
     from codeworld.envs.arguments import env_from_args
     from codeworld.envs.derive import safe_name
+    from codeworld.llm.arguments import default_llm_spec
+    from codeworld.llm.backends import resolve
     from codeworld.overrides import config_with_overrides, parse_overrides
     from codeworld.synthesis import get_method
     from codeworld.synthesis.config import FinishConfig
@@ -62,20 +64,28 @@ def run_from_args(args: argparse.Namespace):
         if not args.out:
             raise ValueError("--resume needs --out RUN_DIR")
         run = Run.resume(args.out, overrides=overrides, budget=args.budget, llm=args.llm,
-                         finish_off=off)
-        if run.spec.description_file and not args.description:
-            args.description = run.spec.description_file
-        if env_from_args(args, args.env or run.spec.env_id) != run.spec.env_id:
-            raise ValueError(f"{args.out} is a run on {run.spec.env_id}, not {args.env}")
+                         switch_llm=args.switch_llm, finish_off=off)
+        try:
+            if run.spec.description_file and not args.description:
+                args.description = run.spec.description_file
+            if env_from_args(args, args.env or run.spec.env_id) != run.spec.env_id:
+                raise ValueError(f"{args.out} is a run on {run.spec.env_id}, not {args.env}")
+        except BaseException:
+            run.release()
+            raise
+        args.llm = run.spec.llm or default_llm_spec()  # the run's own, unless switched
         return run
     if not args.env:
         raise ValueError("give an environment id (or --resume --out RUN_DIR)")
     env_id = env_from_args(args)
     method = get_method(args.method)
+    config = config_with_overrides(method.config_class(), overrides)
+    args.llm = args.llm or default_llm_spec()
+    resolve(args.llm)  # an unknown backend is refused before the run directory is made
     out = args.out or str(Path("runs") / (f"{safe_name(env_id)}-{method.name}-seed{args.seed}-"
                                           f"{_dt.datetime.now().strftime('%Y%m%d-%H%M%S')}"))
     return Run.start(
-        out, method, config_with_overrides(method.config_class(), overrides),
+        out, method, config,
         finish=FinishConfig(**{name: False for name in off}), env_id=env_id, llm=args.llm,
         budget=args.budget if args.budget is not None else DEFAULT_BUDGET, seed=args.seed,
         mode=args.mode, buffer=args.buffer, timeout_s=args.timeout,
@@ -83,6 +93,7 @@ def run_from_args(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
+    from codeworld.commands.runs import resume_command
     from codeworld.reports.progress import progress_printer
     from codeworld.reports.text import summary_text
     from codeworld.llm import LLMError, llm_from_args
@@ -98,13 +109,15 @@ def run(args: argparse.Namespace) -> int:
         run = run_from_args(args)
     except (ValueError, TypeError, KeyError) as exc:
         return fail(exc.args[0] if exc.args else exc)
+    except OSError as exc:  # the run directory cannot be made (RunWriteError: one line)
+        return fail(exc)
     try:
         llm = llm_from_args(args, run_dir=str(run.run_dir.path), slots=getattr(run.config, "parallel", 1))
         world = make_run_world(run, heldout_fraction=args.heldout)
     except (ValueError, LLMError, OSError) as exc:
         run.setup_failed()
         return fail(exc)
-    resume = f"codeworld synthesize --resume --out {run.run_dir.path}"
+    resume = resume_command(args, run.run_dir.path)
     print(f"codeworld synthesize: {run.method.name} on {run.spec.env_id} with {args.llm}, "
           f"budget {run.budget} calls, seed {run.spec.seed}\n  run directory: {run.run_dir.path}",
           flush=True)

@@ -25,7 +25,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from codeworld.reports.summaries import summarize, tree_nodes
+from codeworld.reports.summaries import best_label, summarize, tree_nodes
 
 ACTION_LETTER = {"generate": "G", "improve": "I", "fix": "F"}
 REPORT_FILE = "report.html"
@@ -84,8 +84,12 @@ def _f(value: Any, digits: int = 4) -> str:
     return "n/a" if value is None else f"{float(value):.{digits}f}"
 
 
-def _colour(score: float) -> str:
-    hue = int(round(120 * max(0.0, min(1.0, score))))
+def _colour(score: float, floor: float | None = None, ceiling: float | None = None) -> str:
+    """Red at the floor (or 0) to green at the ceiling (or 1): a program no better than the
+    do-nothing model is red however high its raw score."""
+    low, high = (floor or 0.0), (1.0 if ceiling is None else ceiling)
+    share = (score - low) / (high - low) if high > low else float(score >= high)
+    hue = int(round(120 * max(0.0, min(1.0, share))))
     return f"hsl({hue}, 70%, 45%)"
 
 
@@ -176,11 +180,12 @@ def line_plot(series: dict[str, list[float | None]], *, title: str, xlabel: str 
     return "\n".join(out)
 
 
-def tree_svg(nodes: list[dict]) -> str:
+def tree_svg(nodes: list[dict], floor: float | None = None, ceiling: float | None = None) -> str:
     """The search tree as inline SVG: one ``<g class="node" data-call=N>`` per program.
 
     ``nodes`` are `tree_nodes` records; a node whose parent is not among
-    them hangs from the root.
+    them hangs from the root. Circles are coloured by the floor-normalised score (red at the
+    ``floor``, green at the ``ceiling``; 0 and 1 when not given).
     """
     children: dict[int, list[int]] = {}
     by_call = {n["call"]: n for n in nodes}
@@ -229,7 +234,7 @@ def tree_svg(nodes: list[dict]) -> str:
                 + ("buggy" if node["buggy"] else f"score {node['score']:.4f}")
                 + (f", value {node['value']:.4f}, visits {node['visits']}"
                    if node.get("value") is not None else ""))
-        fill = "#bbb" if node["buggy"] else _colour(float(node["score"]))
+        fill = "#bbb" if node["buggy"] else _colour(float(node["score"]), floor, ceiling)
         parts.append(f"<g class='node{' buggy' if node['buggy'] else ''}' "
                      f"data-call='{node['call'] + 1}'><title>{_e(info)}</title>"
                      f"<circle cx='{x:.1f}' cy='{y:.1f}' r='{r}' fill='{fill}' stroke='#222'/>")
@@ -255,21 +260,26 @@ def _heldout_of(record: dict | None) -> dict | None:
     return held if isinstance(held, dict) and held.get("score") is not None else None
 
 
-def _read_optional(run_dir: Any, name: str) -> dict | None:
+def _read_optional(run_dir: Any, name: str, problems: list[str] | None = None) -> dict | None:
+    """One of the run's JSON records, or None when it is absent; one that cannot be read is
+    named in ``problems`` (the page lists them) rather than dropped unseen."""
     if not (run_dir.path / name).is_file():
         return None
     try:
         return run_dir.read_json(name)
-    except (OSError, ValueError):
+    except (OSError, ValueError) as exc:
+        if problems is not None:
+            problems.append(str(exc))
         return None
 
 
-def _call_records(run_dir: Any, nodes: list[dict]) -> dict[str, dict]:
-    """What the details panel shows for each call, keyed by the 1-based call number."""
-    calls = run_dir.load_calls()
-    reports = run_dir.program_reports()
-    repairs = run_dir.load_repairs()
-    fits = run_dir.load_fits()
+def _call_records(run_dir: Any, nodes: list[dict], problems: list[str]) -> dict[str, dict]:
+    """What the details panel shows for each call, keyed by the 1-based call number (a record
+    that cannot be read is named in ``problems``, the call shown without it)."""
+    calls = run_dir.load_calls(problems)
+    reports = run_dir.program_reports(problems)
+    repairs = run_dir.load_repairs(problems)
+    fits = run_dir.load_fits(problems)
     out = {}
     for node in nodes:
         call = node["call"]
@@ -402,7 +412,7 @@ def _planning_html(planning: dict | None) -> str:
             + (f" ({_e(episodes)} episodes)" if episodes else "") + "</p>")
 
 
-def _finish_html(run_dir: Any, calls: dict[str, dict]) -> str:
+def _finish_html(run_dir: Any, calls: dict[str, dict], problems: list[str]) -> str:
     rows = []
     for number, record in calls.items():
         if record["extra"]:
@@ -414,12 +424,14 @@ def _finish_html(run_dir: Any, calls: dict[str, dict]) -> str:
                      f"<th class='l'>what was done</th></tr>{''.join(rows)}</table>")
     else:
         parts.append("<p class='muted'>No mechanical repair or constant fit during the search.</p>")
-    compose = _read_optional(run_dir, "compose.json")
-    fit = _read_optional(run_dir, "fit.json")
-    speed = _read_optional(run_dir, "speed.json")
+    compose = _read_optional(run_dir, "compose.json", problems)
+    fit = _read_optional(run_dir, "fit.json", problems)
+    speed = _read_optional(run_dir, "speed.json", problems)
     items = []
     if compose:
-        items.append(f"composition: {_e(compose.get('status'))}, score {_f(compose.get('score'))} "
+        used = ", ".join(str(c + 1) for c in compose.get("calls") or [])
+        items.append(f"composition{f' of calls {used}' if used else ''}: "
+                     f"{_e(compose.get('status'))}, score {_f(compose.get('score'))} "
                      f"(best before {_f(compose.get('best_before'))}), "
                      f"{'became the best' if compose.get('became_best') else 'not kept'}")
     if fit:
@@ -452,15 +464,17 @@ def run_page(run_path: str | os.PathLike, planning: dict | None = None) -> str:
     run_path = Path(run_path)
     run_dir = RunDir(run_path)
     summary = summarize(run_path)
-    tree = _read_optional(run_dir, "tree.json") or {}
+    problems: list[str] = []
+    tree = _read_optional(run_dir, "tree.json", problems) or {}
     nodes = tree_nodes(tree)
-    calls = _call_records(run_dir, nodes)
+    calls = _call_records(run_dir, nodes, problems)
     train, held = _curves(nodes, calls)
-    best_record = _read_optional(run_dir, "best_report.json")
+    best_record = _read_optional(run_dir, "best_report.json", problems)
     best_report = (best_record or {}).get("report") or {}
     best_held = _heldout_of(best_record)
     if planning is None:
-        planning = (_read_optional(run_dir, "demo.json") or {}).get("planning")
+        planning = (_read_optional(run_dir, "demo.json", problems) or {}).get("planning")
+    finish = _finish_html(run_dir, calls, problems)  # before the head, which names bad records
 
     def ref(name: str) -> float | None:
         value = best_report.get(name)
@@ -475,10 +489,18 @@ def run_page(run_path: str | os.PathLike, planning: dict | None = None) -> str:
             f"{_e(summary['status'])} &middot; {summary['calls']} of {_e(summary['budget'])} calls"
             + (f" &middot; {acc.get('tokens', 0):,} tokens, LLM {acc.get('llm_seconds', 0):.0f} s"
                if acc else "") + "</p>"]
+    if len(summary["llms"]) > 1:  # the LLM was switched on a resume (--switch-llm)
+        head.append("<p id='llm-switch'>LLM switched during the run: " + "; then ".join(
+            f"calls {s['first']}-{s['last']} by {_e(s['llm'])}" for s in summary["llms"]) + "</p>")
+    problems = list(dict.fromkeys(summary["problems"] + problems))
+    if problems:
+        head.append("<div id='problems' class='panel'><b>Records that could not be read</b> "
+                    "(left out below; a resume redoes a derived record deleted):<ul>"
+                    + "".join(f"<li>{_e(p)}</li>" for p in problems) + "</ul></div>")
     best = summary.get("best")
     if best:
         score = "buggy" if best["buggy"] else f"{best['score']:.4f}"
-        line = (f"best program (call {best['call']}): score <b>{score}</b>, floor "
+        line = (f"best program ({_e(best_label(best))}): score <b>{score}</b>, floor "
                 f"{_f(ref('floor'))}, ceiling {_f(ref('ceiling'))}")
         if best_held:
             line += f"; held-out <b id='best-heldout'>{_f(best_held['score'])}</b>"
@@ -509,7 +531,8 @@ def run_page(run_path: str | os.PathLike, planning: dict | None = None) -> str:
                      hlines={"floor": ref("floor"), "ceiling": ref("ceiling")},
                      point_class=classes)
     legend = ("Circles are programs, numbered by the call that wrote them; colour from red "
-              "(score 0) to green (score 1); grey with a red cross: buggy. Edge letters: "
+              "(at or below the floor, the do-nothing model's score) to green (the ceiling, or "
+              "score 1); grey with a red cross: buggy. Edge letters: "
               "G generate, I improve, F fix. Click a circle or a plot point for its program, "
               "prompt and answer.")
     details = ("<div id='details' class='panel' hidden><h3 id='detail-title'></h3>"
@@ -532,7 +555,8 @@ def run_page(run_path: str | os.PathLike, planning: dict | None = None) -> str:
     body = head + [
         "<h2>Search</h2><div class='row'><div>", plot,
         f"<p class='muted' style='max-width:34em'>{legend}</p></div>",
-        "<div style='overflow:auto;max-width:100%;flex:1'>", tree_svg(nodes), "</div></div>",
+        "<div style='overflow:auto;max-width:100%;flex:1'>",
+        tree_svg(nodes, ref("floor"), ref("ceiling")), "</div></div>",
         details, call_table]
     body.append("<h2>Best program</h2>")
     if best_record:
@@ -556,7 +580,7 @@ def run_page(run_path: str | os.PathLike, planning: dict | None = None) -> str:
     else:
         body.append("<p class='muted'>No program yet.</p>")
     body.append("<h2>Repairs and fits</h2>")
-    body.append(_finish_html(run_dir, calls))
+    body.append(finish)
     body.append("<h2>Planning</h2>")
     body.append(_planning_html(planning))
     return _page(title, "\n".join(body), _SCRIPT, calls)
@@ -564,9 +588,16 @@ def run_page(run_path: str | os.PathLike, planning: dict | None = None) -> str:
 
 def write_run_page(run_path: str | os.PathLike, out: str | os.PathLike | None = None,
                    planning: dict | None = None) -> Path:
-    """Write a run's report page (default ``RUN_DIR/report.html``) and return its path."""
+    """Write a run's report page (default ``RUN_DIR/report.html``; its folder is created, the
+    file written atomically) and return its path.
+
+    Raises:
+        RunWriteError: the page could not be written (an OSError; nothing half-written is left).
+    """
+    from codeworld.synthesis.run_dir import write_atomic
+
     path = Path(out) if out is not None else Path(run_path) / REPORT_FILE
-    path.write_text(run_page(run_path, planning), encoding="utf-8")
+    write_atomic(path, run_page(run_path, planning))
     return path
 
 

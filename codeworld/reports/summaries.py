@@ -42,8 +42,47 @@ def tree_nodes(tree: dict) -> list[dict]:
 SEED_NAMES = {"data": "the data model", "floor": "the floor (the do-nothing model)"}
 
 
+def best_label(best: dict) -> str:
+    """What the run's best program is, numbered as the command line numbers calls: ``call 3``,
+    ``composed from calls 2, 8``, ``call 3, constants fitted``, ``the skeleton``."""
+    origin = best.get("origin") or {}
+    if origin.get("composed_from"):
+        return "composed from calls " + ", ".join(str(c + 1) for c in origin["composed_from"])
+    if origin.get("floor"):
+        return "the skeleton (every program the search wrote was buggy)"
+    if origin.get("fitted_from") is not None:
+        return f"call {origin['fitted_from'] + 1}, constants fitted"
+    if origin.get("seed"):
+        return SEED_NAMES.get(origin["seed"], origin["seed"])
+    return f"call {best['call']}"
+
+
+def llm_segments(per_call: list[dict]) -> list[dict]:
+    """The LLMs that answered a run's calls, in order: ``{"llm", "first", "last"}`` for each
+    stretch of calls one LLM answered (calls whose record names none, saved before records
+    named it, are left out)."""
+    out: list[dict] = []
+    for row in per_call:
+        if not row.get("llm"):
+            continue
+        if out and out[-1]["llm"] == row["llm"]:
+            out[-1]["last"] = row["call"]
+        else:
+            out.append({"llm": row["llm"], "first": row["call"], "last": row["call"]})
+    return out
+
+
 def summarize(run_path: Path) -> dict:
-    """The summary of a run directory as data."""
+    """The summary of a run directory as data.
+
+    A record that is truncated or wrong is named in ``problems`` and left out, so that the
+    rest of the run is still shown; ``status`` says ``interrupted (process gone)`` for a run
+    recorded as running whose process is gone.
+
+    Raises:
+        RunRecordError: ``run.json``, ``tree.json``, ``accounting.json`` or ``best_report.json``
+            is truncated or wrong (a ValueError).
+    """
     from codeworld.synthesis import RunDir
 
     run_dir = RunDir(run_path)
@@ -51,7 +90,9 @@ def summarize(run_path: Path) -> dict:
     tree = run_dir.read_json("tree.json") if (run_path / "tree.json").is_file() else {}
     accounting = run_dir.read_json("accounting.json") if (run_path / "accounting.json").is_file() else {}
     nodes = tree_nodes(tree)
-    reports = run_dir.program_reports()
+    problems: list[str] = []
+    calls = run_dir.load_calls(problems)
+    reports = run_dir.program_reports(problems)
     best_so_far = float("-inf")
     per_call = []
     mix: dict[str, dict[str, int]] = {}
@@ -66,23 +107,28 @@ def summarize(run_path: Path) -> dict:
                          "score": score, "buggy": node["buggy"], "best": best_so_far,
                          "heldout": held.get("score"),
                          "duplicate_of": (reports.get(node["call"]) or {}).get(
-                             "report", {}).get("duplicate_of")})
+                             "report", {}).get("duplicate_of"),
+                         "llm": (calls.get(node["call"]) or {}).get("llm")})
         counts = mix.setdefault(node["action"], {"calls": 0, "buggy": 0})
         counts["calls"] += 1
         counts["buggy"] += int(node["buggy"])
     best = run_dir.read_json("best_report.json") if (run_path / "best_report.json").is_file() else None
+    # how the best program was made from the search's programs, when it was (composed, fitted)
+    origin = ({k: best[k] for k in ("composed_from", "fitted_from", "floor", "seed") if k in best}
+              if best else {})
     return {
         "run_dir": str(run_path), "method": spec.method, "env_id": spec.env_id,
         # what the programs were written for: the env, an agent rewrite's level, an APPS problem
         "target": spec.env_id or spec.extra.get("level") or spec.extra.get("problem"),
-        "llm": spec.llm, "seed": spec.seed, "budget": spec.budget,
-        "status": None if spec.status is None else spec.status.value, "calls": len(nodes),
-        "per_call": per_call,
+        "llm": spec.llm, "llms": llm_segments(per_call), "seed": spec.seed, "budget": spec.budget,
+        "status": run_dir.shown_status(spec), "calls": len(nodes),
+        "per_call": per_call, "problems": problems,
         "action_mix": mix, "accounting": accounting,
         "best": None if best is None else {
             "call": best["call"] + 1, "score": 0.0 if best["buggy"] else best["score"],
             "buggy": best["buggy"], "path": str(run_path / "best_model.py"),
             **({"seed": best["seed"]} if best.get("seed") else {}),
+            **({"origin": origin} if origin else {}),
             "report": best.get("report") or {}},
         "split": spec.split,
         # the world's programs written before the search (data model, floor), scored like calls

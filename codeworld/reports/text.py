@@ -32,8 +32,13 @@ def score_lines(report: dict) -> list[str]:
     lines = [f"  {part} {_figures(train)}  ({report.get('n_transitions')} transitions)"]
     if held:
         lines.append(f"  held-out:      {_figures(held)}  ({held.get('n_transitions')} transitions)")
+        from codeworld.scoring.scorer import FEW_REWARD_VALUES
+
         rare = held.get("rare") or {}
-        parts = [f"reward {v} right on {a:.0%}" for v, a in (rare.get("reward") or {}).items()]
+        rewards = rare.get("reward") or {}
+        if len(rewards) > FEW_REWARD_VALUES:  # a record from before rare meant few-valued
+            rewards = {}
+        parts = [f"reward {v} right on {a:.0%}" for v, a in rewards.items()]
         if rare.get("done_on_ends") is not None:
             parts.append(f"done right on {rare['done_on_ends']:.0%} of {rare['n_ends']} episode ends")
         if parts:
@@ -108,14 +113,21 @@ def format_summary(summary: dict) -> str:
                  + (f", tokens {acc.get('tokens', 0):,} (prompt {acc.get('prompt_tokens', 0):,}"
                     f" + completion {acc.get('completion_tokens', 0):,}),"
                     f" LLM {acc.get('llm_seconds', 0):.0f} s" if acc else ""))
+    if len(summary.get("llms") or []) > 1:  # switched on a resume (--switch-llm)
+        lines.append("LLM switched during the run: " + "; then ".join(
+            f"calls {s['first']}-{s['last']} by {s['llm']}" for s in summary["llms"]))
     best = summary["best"]
     if best:
+        from codeworld.reports.summaries import best_label
+
         state = "buggy" if best["buggy"] else f"{best['score']:.4f}"
         searched = next((row for row in summary["per_call"] if row["call"] == best["call"]), None)
         if best.get("seed"):  # a program the world wrote before the search
             from codeworld.reports.summaries import SEED_NAMES
 
             state += f" ({SEED_NAMES.get(best['seed'], best['seed'])})"
+        elif best.get("origin"):  # composed, fitted or the skeleton: not a call's program as written
+            state += f" ({best_label(best)})"
         elif searched and not best["buggy"] and f"{searched['score']:.4f}" != state:
             # best_report.json holds the final evaluation (the whole buffer, or the composed or
             # fitted program); the table below has the score the search gave the call.

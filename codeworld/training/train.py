@@ -220,7 +220,7 @@ def train_policy(env: EnvSpec | str, source: str, *, algo: str = "ppo", steps: i
     try:
         try:
             agent = sb3_agent(algorithm.class_name, venv, seed=seed, **kwargs)
-        except (TypeError, ValueError) as exc:
+        except (TypeError, ValueError, AssertionError) as exc:  # SB3 checks some with assert
             raise ValueError(f"{algorithm.name}: {exc}") from None
         train_began = time.monotonic()
         try:
@@ -234,8 +234,13 @@ def train_policy(env: EnvSpec | str, source: str, *, algo: str = "ppo", steps: i
         model_steps = vec.model_steps
     finally:
         venv.close()
-    if save_policy:
-        agent.save(save_policy)
+    if save_policy:  # as SB3 names it (a .zip added), written whole or not at all
+        from codeworld.synthesis.run_dir import atomic_output
+
+        target = Path(save_policy)
+        target = target if target.suffix == ".zip" else target.with_name(target.name + ".zip")
+        with atomic_output(target, suffix=".zip") as tmp:
+            agent.save(tmp)
 
     eval_began = time.monotonic()
     returns = evaluate_policy_on_real_env(
