@@ -136,3 +136,19 @@ def test_ray_executor_on_a_local_cluster(local_ray_cluster, tmp_path):
     assert local_ray_cluster.is_initialized()  # the executor used the cluster it found
     again = run_grid(jobs, fake_job, store, executor=executor, workdir=workdir)
     _check_rerun(again, workdir, jobs)
+
+
+def test_a_stored_record_reads_back_as_a_typed_job_record(tmp_path):
+    from codeworld.experiments import JobRecord, execute_job, failure_record
+
+    store = ResultsStore(tmp_path)
+    job = Job("CartPole-v1", "gif-mcts", 0, "scripted", 3)
+    store.write(execute_job(lambda job, workdir: {"score": 1.0}, job, str(tmp_path)))
+    assert list(store.load(job)) == ["key", "job", "host", "pid", "status", "result", "error", "traceback",
+                                     "seconds", "finished_at"]
+    record = JobRecord.from_json(store.load(job))
+    assert record.finished and record.result == {"score": 1.0} and record.key == job.key
+    assert Job.from_json(record.job) == job and record.error is None and record.seconds >= 0
+    failed = JobRecord.from_json(failure_record(job, "ValueError: no", "Traceback ..."))
+    assert not failed.finished and failed.result is None and failed.error == "ValueError: no"
+    assert JobRecord.from_json(failed.to_json()) == failed

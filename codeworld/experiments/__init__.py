@@ -19,7 +19,7 @@ from codeworld.experiments.executor import (
     run_grid,
 )
 from codeworld.experiments.jobs import Job, grid, split_method
-from codeworld.experiments.store import FAILED, FINISHED, ResultsStore
+from codeworld.experiments.store import FAILED, FINISHED, JobRecord, ResultsStore
 
 __all__ = [
     "CWMB_JOB_DEFAULTS",
@@ -29,6 +29,7 @@ __all__ = [
     "Executor",
     "GridSummary",
     "Job",
+    "JobRecord",
     "LocalExecutor",
     "RayExecutor",
     "ResultsStore",

@@ -28,7 +28,7 @@ from multiprocessing.connection import wait
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from codeworld.experiments.jobs import Job
-from codeworld.experiments.store import FAILED, FINISHED, ResultsStore
+from codeworld.experiments.store import FAILED, FINISHED, JobRecord, ResultsStore
 from codeworld.registry import Registry
 
 JobFunction = Callable[[Job, str], dict]
@@ -38,14 +38,17 @@ def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
 
-def _base_record(job: Job) -> dict:
-    return {"key": job.key, "job": job.to_json(), "host": socket.gethostname(), "pid": os.getpid()}
+def _record(job: Job, status: str, result: dict | None, error: str | None, trace: str | None,
+            seconds: float) -> dict:
+    return JobRecord(key=job.key, job=job.to_json(), host=socket.gethostname(), pid=os.getpid(),
+                     status=status, result=result, error=error, traceback=trace, seconds=seconds,
+                     finished_at=_now()).to_json()
 
 
 def failure_record(job: Job, error: str, trace: str | None = None, seconds: float = 0.0) -> dict:
-    """The record of a job that did not finish: its error, and the traceback when there is one."""
-    return {**_base_record(job), "status": FAILED, "result": None, "error": error,
-            "traceback": trace, "seconds": seconds, "finished_at": _now()}
+    """The record of a job that did not finish: its error, and the traceback when there is one
+    (`JobRecord.to_json`)."""
+    return _record(job, FAILED, None, error, trace, seconds)
 
 
 def execute_job(fn: JobFunction, job: Job, workdir: str) -> dict:
@@ -56,8 +59,7 @@ def execute_job(fn: JobFunction, job: Job, workdir: str) -> dict:
     except BaseException as exc:  # noqa: BLE001 - a job's failure is data, not a crash of the grid
         return failure_record(job, f"{type(exc).__name__}: {exc}", traceback.format_exc(),
                               time.perf_counter() - started)
-    return {**_base_record(job), "status": FINISHED, "result": result, "error": None,
-            "traceback": None, "seconds": time.perf_counter() - started, "finished_at": _now()}
+    return _record(job, FINISHED, result, None, None, time.perf_counter() - started)
 
 
 class Executor(ABC):

@@ -1,6 +1,6 @@
 """The results store: one JSON record per job, written atomically, read back to skip finished jobs.
 
-Layout: ``ROOT/<job key>.json``. A record is
+Layout: ``ROOT/<job key>.json``. A record (`JobRecord`, written as its ``to_json``) is
 
 .. code-block:: text
 
@@ -17,14 +17,58 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 from codeworld.experiments.jobs import Job
 from codeworld.synthesis.run_dir import _json_default, write_atomic
 
 FINISHED = "finished"
 FAILED = "failed"
+
+
+@dataclass(frozen=True)
+class JobRecord:
+    """One job's record, as the executors make it and the store keeps it (see the module docstring).
+
+    Attributes:
+        key: the job's key (`codeworld.experiments.Job.key`).
+        job: the job as JSON data (`codeworld.experiments.Job.to_json`).
+        host: the machine that ran it.
+        pid: the process that ran it.
+        status: `FINISHED` or `FAILED`.
+        result: what the job function returned (None for a failed job).
+        error: ``"ExcType: message"`` for a failed job, else None.
+        traceback: the failed job's traceback, when there is one.
+        seconds: the job's wall time.
+        finished_at: when it ended (UTC, ISO 8601).
+    """
+
+    key: str
+    job: dict[str, Any]
+    host: str
+    pid: int
+    status: str
+    result: dict[str, Any] | None
+    error: str | None
+    traceback: str | None
+    seconds: float
+    finished_at: str
+
+    @property
+    def finished(self) -> bool:
+        """Whether the job finished (a failed one is run again)."""
+        return self.status == FINISHED
+
+    def to_json(self) -> dict[str, Any]:
+        """The record as the store writes it, its keys in the order of the fields."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "JobRecord":
+        """A record read back (a key it lacks reads as None; one it does not know is dropped)."""
+        return cls(**{f.name: data.get(f.name) for f in fields(cls)})
 
 
 class ResultsStore:
