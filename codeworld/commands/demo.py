@@ -13,7 +13,6 @@ import argparse
 import datetime as _dt
 import sys
 import time
-import traceback
 from pathlib import Path
 
 from codeworld.model_worker import PROGRAM_TIMEOUT_S
@@ -76,14 +75,7 @@ def run(args: argparse.Namespace) -> int:
     if result is not None and result.best_program is not None:
         score_step(spec, result, table)
         plan_step(args, spec, result, table)
-    minutes = (time.perf_counter() - started) / 60
-    table.add("total time", f"{minutes:.1f} min")
-    table.data["minutes"] = minutes
-    table.data["missing"] = table.missing
-    if out.is_dir():
-        from codeworld.synthesis import RunDir
-
-        RunDir(out).save_record("demo.json", table.data)
+    table.close((time.perf_counter() - started) / 60, out)
     print("\nresult")
     print(table.text())
     print(f"\nrun directory: {out}  (inspect with: {codeworld_command()} show {out})")
@@ -162,21 +154,17 @@ def synthesize_step(args, run, config, out: Path, table: ResultTable, started: f
 def score_step(spec, result, table: ResultTable) -> None:
     """Both scoring modes of the best program on the held-out episodes (and the training ones),
     with floor, ceiling, strict and floor-normalised accuracy."""
-    try:
+    with table.measuring("scoring"):
         from codeworld.experiments.cwmb_job import score_program
 
         split = result.run_dir.spec.split if result.run_dir is not None else None
-        scores = score_program(spec, result.best_program, timeout_s=2 * PROGRAM_TIMEOUT_S,
-                               split=split)
-        add_scores(table, scores)
-    except Exception as exc:  # noqa: BLE001 - the demo reports what it could not measure
-        traceback.print_exc()
-        table.missing.append(f"scoring failed: {type(exc).__name__}: {exc}")
+        add_scores(table, score_program(spec, result.best_program, timeout_s=2 * PROGRAM_TIMEOUT_S,
+                                        split=split))
 
 
 def plan_step(args, spec, result, table: ResultTable) -> None:
     """Random, oracle and model-planner returns on the real environment; normalized return."""
-    try:
+    with table.measuring("planning"):
         from codeworld.planning import evaluate
 
         print(f"  planning: random, oracle and model, {args.episodes} episodes of at most "
@@ -184,6 +172,3 @@ def plan_step(args, spec, result, table: ResultTable) -> None:
         ev = evaluate(spec, result.program_to_plan_with, episodes=args.episodes, seed=args.seed,
                       max_steps=args.max_steps)
         add_planning(table, ev, episodes=args.episodes, max_steps=args.max_steps)
-    except Exception as exc:  # noqa: BLE001 - the demo reports what it could not measure
-        traceback.print_exc()
-        table.missing.append(f"planning failed: {type(exc).__name__}: {exc}")

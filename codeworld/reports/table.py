@@ -6,6 +6,10 @@ planning returns (`codeworld.planning.evaluate`).
 
 from __future__ import annotations
 
+import contextlib
+import traceback
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from codeworld.reports.text import best_origin
@@ -28,6 +32,26 @@ class ResultTable:
         lines = [f"  {n:<{width}}  {v}" for n, v in self.rows]
         lines += [f"  not measured: {m}" for m in self.missing]
         return "\n".join(lines)
+
+    @contextlib.contextmanager
+    def measuring(self, what: str) -> Iterator[None]:
+        """A step whose failure is reported, not raised: its traceback on stderr, and
+        ``"<what> failed: ExcType: message"`` among what could not be measured."""
+        try:
+            yield
+        except Exception as exc:  # noqa: BLE001 - the demo reports what it could not measure
+            traceback.print_exc()
+            self.missing.append(f"{what} failed: {type(exc).__name__}: {exc}")
+
+    def close(self, minutes: float, run_dir: Path) -> None:
+        """The total time's row, and the record saved as ``demo.json`` in `run_dir` (if it was made)."""
+        self.add("total time", f"{minutes:.1f} min")
+        self.data["minutes"] = minutes
+        self.data["missing"] = self.missing
+        if run_dir.is_dir():
+            from codeworld.synthesis import RunDir
+
+            RunDir(run_dir).save_record("demo.json", self.data)
 
 
 def _fmt(x) -> str:
