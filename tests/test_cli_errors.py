@@ -94,6 +94,7 @@ def user_files(tmp_path, monkeypatch):
     (tmp_path / "notes.txt").write_text("my notes\n")
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "best_model.py").write_text("# my own model\n")
+    (tmp_path / "s.json").write_text("[]")  # a scripted LLM with nothing to say
     return tmp_path
 
 
@@ -107,6 +108,8 @@ def user_files(tmp_path, monkeypatch):
      "codeworld synthesize: could not write notes.txt/run"),
     (["demo", "--llm", "scripted:s.json", "--out", "mine"],
      "codeworld demo: mine holds files that are not a run's (best_model.py)"),
+    (["agent", "minigrid:empty", "--llm", "scripted:s.json", "--out", "mine"],
+     "codeworld agent: mine is not empty: a run needs a new or empty folder"),
     (["collect", "CartPole-v1", "--out", "notes.txt"], "codeworld collect: notes.txt is a file, not a folder"),
     (["describe", "all", "--write", "notes.txt"], "codeworld describe: notes.txt is a file, not a folder"),
     (["fit", "CartPole-v1", str(MODEL), "--out", "notes.txt/fitted.py"],

@@ -65,7 +65,9 @@ def run(args: argparse.Namespace) -> int:
     from codeworld.agent import AgentConfig, WorldCoderAgent, make_object_env
     from codeworld.agent.loop import summary_row
     from codeworld.llm import LLMError, llm_from_args
+    from codeworld.commands.runs import codeworld_command
     from codeworld.reports.progress import agent_progress_printer
+    from codeworld.synthesis.run_dir import check_output
 
     try:
         envs = [make_object_env(level) for level in args.levels]
@@ -76,6 +78,11 @@ def run(args: argparse.Namespace) -> int:
                                      assists=not args.no_assists),
                          **{k: v for k, v in given.items() if v is not None})
         llm = llm_from_args(args, run_dir=str(out))
+        try:  # the agent has no resume: its folder is a new or empty one, never the user's
+            check_output(out, folder=True, empty=True)
+        except BaseException:
+            llm.close()
+            raise
     except (KeyError, ValueError, LLMError, OSError) as exc:  # a level, a number, an LLM spec
         print(f"codeworld agent: {exc.args[0] if exc.args else exc}", file=sys.stderr)
         return 2
@@ -97,5 +104,5 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print(f"\ninterrupted; what was done is in {out}", file=sys.stderr)
         return 130
-    print(f"run directory: {out}  (inspect with: codeworld show {out})")
+    print(f"run directory: {out}  (inspect with: {codeworld_command()} show {out})")
     return 0

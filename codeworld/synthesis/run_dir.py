@@ -164,24 +164,30 @@ def write_atomic(path: str | os.PathLike, text: str) -> None:
             os.close(fd)
 
 
-def check_output(path: str | os.PathLike, *, folder: bool = False) -> Path:
+def check_output(path: str | os.PathLike, *, folder: bool = False, empty: bool = False) -> Path:
     """Make sure an output the user named can be written, before the work that makes it: its
     folder is created and a trial file written and removed there.
 
     Args:
         path: a file to be written (``folder=False``) or a folder to write files into.
         folder: whether ``path`` names a folder.
+        empty: the folder must be new or empty (a run's own folder, which must not mix its files
+            with the user's).
 
     Returns:
         ``path`` as a `Path`.
 
     Raises:
-        ValueError: a file where a folder is wanted, or a folder where a file is.
+        ValueError: a file where a folder is wanted, or a folder where a file is, or (with
+            ``empty``) a folder that holds files.
         RunWriteError: the folder cannot be created or written in (permissions, a full disk).
     """
     path = Path(path)
     if folder and path.exists() and not path.is_dir():
         raise ValueError(f"{path} is a file, not a folder")
+    if empty and path.is_dir() and any(path.iterdir()):
+        raise ValueError(f"{path} is not empty: a run needs a new or empty folder (choose "
+                         "another --out)")
     if not folder and path.is_dir():
         raise ValueError(f"{path} is a folder, not a file")
     where = path if folder else path.parent
