@@ -105,7 +105,7 @@ def user_files(tmp_path, monkeypatch):
      "codeworld synthesize: mine holds files that are not a run's (best_model.py): a run needs a "
      "new or empty folder"),
     (["synthesize", "CartPole-v1", "--llm", "scripted:s.json", "--out", "notes.txt/run"],
-     "codeworld synthesize: could not write notes.txt/run"),
+     "codeworld synthesize: cannot write notes.txt/run: notes.txt is a file, not a folder"),
     (["demo", "--llm", "scripted:s.json", "--out", "mine"],
      "codeworld demo: mine holds files that are not a run's (best_model.py)"),
     (["agent", "minigrid:empty", "--llm", "scripted:s.json", "--out", "mine"],

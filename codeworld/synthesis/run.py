@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 from codeworld.synthesis.config import FinishConfig
 from codeworld.synthesis.registry import Method, config_from_json, config_to_json, get_method
-from codeworld.synthesis.run_dir import RunDir
+from codeworld.synthesis.run_dir import RunDir, check_output
 from codeworld.synthesis.run_spec import RunSpec, RunStatus
 from codeworld.synthesis.runner import SynthesisResult, synthesize
 from codeworld.synthesis.types import ChatModel, Search, World
@@ -107,6 +107,7 @@ class Run:
             shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
             raise ValueError(f"{path} holds files that are not a run's ({shown}): a run needs a "
                              "new or empty folder (choose another --out)")
+        check_output(path, folder=True)  # a file above it: one line naming it
         lock = run_dir.acquire()
         if run_dir.exists() and run_dir.load_calls():
             lock.release()
