@@ -8,7 +8,7 @@
 * An op travels to a worker as a function, never by name: no call site passes a string where the
   sandbox takes an op, and the sandbox refuses one.
 * Command modules are the top layer: only the CLI (and the commands themselves) import
-  ``codeworld.commands``; no library module and no benchmark script does.
+  ``codeworld.commands``; no library module and no benchmark script does; none is over 150 lines.
 * One registry type: a name-to-thing table that grows at run time is a ``codeworld.registry.Registry``;
   no other module keeps a dict that a ``register*`` function adds to, or computes close matches
   (``difflib``).
@@ -29,6 +29,8 @@ FRONT_DOORS = {"codeworld", "codeworld.__main__", "codeworld.cli"}
 # The command-line layer, and the modules that may import it besides its own.
 COMMANDS = f"{PACKAGE}.commands"
 COMMAND_IMPORTERS = {"codeworld.cli"}
+# A command module parses, calls and formats: this many lines at most.
+COMMAND_MAX_LINES = 150
 # The one home of registries and of close matches.
 REGISTRY_MODULE = f"{PACKAGE}.registry"
 # The sandbox's methods that take an op first.
@@ -199,6 +201,13 @@ def test_no_call_site_names_an_op_by_a_string():
     # the package and the benchmark scripts (not the data they read; tests pass names on purpose)
     paths = [*ROOT.rglob("*.py"), *(REPO / "benchmarks").glob("*.py")]
     assert ops_by_name(paths) == []
+
+
+def test_a_command_module_only_parses_calls_and_formats():
+    # what a command does beyond that lives in the library (training/, reports/, experiments/...)
+    long = {path.name: lines for path in sorted((ROOT / "commands").glob("*.py"))
+            if (lines := len(path.read_text(encoding="utf-8").splitlines())) > COMMAND_MAX_LINES}
+    assert long == {}
 
 
 def test_only_the_cli_imports_the_command_modules():

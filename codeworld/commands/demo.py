@@ -15,20 +15,9 @@ import sys
 import time
 from pathlib import Path
 
-from codeworld.model_worker import PROGRAM_TIMEOUT_S
-from codeworld.reports.table import ResultTable, add_planning, add_scores, add_synthesis
-
-DEFAULT_ENV = "CartPole-v1"
-DEFAULT_BUDGET = 12
-# Sampling for the embedded 1.5B model: temperature 0.7 as in Qwen2.5's own generation defaults, and
-# a cap on the answer (a CartPole program takes ~600 tokens) so that a rambling answer cannot eat
-# minutes of the demo's time.
-DEMO_SAMPLING = {"temperature": 0.7, "max_tokens": 1024}
-# The search starts no new call after this many minutes, so that model setup, search, scoring and
-# planning fit in 20 minutes on 2 busy cores.
-DEFAULT_SEARCH_MINUTES = 13.0
-DEFAULT_EPISODES = 10
-DEFAULT_MAX_STEPS = 200
+from codeworld.experiments.demo import (DEFAULT_BUDGET, DEFAULT_ENV, DEFAULT_EPISODES, DEFAULT_MAX_STEPS,
+                                        DEFAULT_SEARCH_MINUTES)
+from codeworld.reports.table import ResultTable, add_synthesis
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -54,14 +43,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from codeworld.commands.runs import codeworld_command
     from codeworld.envs import resolve_env
+    from codeworld.experiments.demo import demo_config, plan_step, score_step, start_run
+    from codeworld.overrides import parse_overrides
 
     started = time.perf_counter()
     try:
         spec = resolve_env(args.env)
-        config = demo_config(args)
+        config = demo_config(parse_overrides(args.set), args.parallel)
         out = Path(args.out) if args.out else Path("runs") / (
             f"demo-{spec.env_id}-{_dt.datetime.now().strftime('%Y%m%d-%H%M%S')}")
-        run = start_run(args, spec, config, out)
+        run = start_run(out, spec, config, llm=args.llm, switch_llm=args.switch_llm, budget=args.budget,
+                        seed=args.seed)
+        args.llm = run.spec.llm
     except (KeyError, ValueError, TypeError, OSError) as exc:
         print(f"codeworld demo: {exc.args[0] if isinstance(exc, KeyError) and exc.args else exc}",
               file=sys.stderr)
@@ -74,52 +67,12 @@ def run(args: argparse.Namespace) -> int:
     result = synthesize_step(args, run, config, out, table, started)
     if result is not None and result.best_program is not None:
         score_step(spec, result, table)
-        plan_step(args, spec, result, table)
+        plan_step(spec, result, table, episodes=args.episodes, seed=args.seed, max_steps=args.max_steps)
     table.close((time.perf_counter() - started) / 60, out)
     print("\nresult")
     print(table.text())
     print(f"\nrun directory: {out}  (inspect with: {codeworld_command()} show {out})")
     return 0 if not table.missing else 1
-
-
-def demo_config(args: argparse.Namespace):
-    """The demo's GIF-MCTS config: its sampling, then ``--set`` and ``--parallel``.
-
-    Raises:
-        ValueError, KeyError, TypeError: a bad override, with a message for the user.
-    """
-    from codeworld.overrides import config_with_overrides, parse_overrides
-    from codeworld.synthesis import GifMctsConfig, SamplingConfig
-
-    overrides = parse_overrides(args.set)
-    if args.parallel is not None:
-        overrides["parallel"] = str(args.parallel)
-    return config_with_overrides(GifMctsConfig(sampling=SamplingConfig(**DEMO_SAMPLING)), overrides)
-
-
-def start_run(args, spec, config, out: Path):
-    """The demo's GIF-MCTS run in ``out``: a new one, or the one there to continue (with the
-    LLM it was run with, unless ``--switch-llm``). Sets ``args.llm`` to the LLM it runs with.
-
-    Raises:
-        ValueError: an unknown LLM backend; ``out`` is a file or a folder of other files, or a
-            run with another LLM, or in use.
-        OSError: ``out`` cannot be made.
-    """
-    from codeworld.llm.arguments import default_llm_spec
-    from codeworld.llm.backends import resolve
-    from codeworld.synthesis.config import FinishConfig
-    from codeworld.synthesis.run import Run
-
-    resolve(args.llm or default_llm_spec())  # an unknown backend, before any folder is made
-    run = Run.start(out, "gif-mcts", config, finish=FinishConfig(), continue_existing=True,
-                    switch_llm=args.switch_llm, env_id=spec.env_id, llm=args.llm or None,
-                    budget=args.budget, seed=args.seed, mode="sound", buffer=None,
-                    timeout_s=PROGRAM_TIMEOUT_S)
-    if run.spec.llm is None:  # a new run given no --llm
-        run.record(llm=default_llm_spec())
-    args.llm = run.spec.llm
-    return run
 
 
 def synthesize_step(args, run, config, out: Path, table: ResultTable, started: float):
@@ -149,26 +102,3 @@ def synthesize_step(args, run, config, out: Path, table: ResultTable, started: f
     add_synthesis(table, result, budget=run.budget, time_limit=args.time_limit,
                   best_model=out / "best_model.py")
     return result
-
-
-def score_step(spec, result, table: ResultTable) -> None:
-    """Both scoring modes of the best program on the held-out episodes (and the training ones),
-    with floor, ceiling, strict and floor-normalised accuracy."""
-    with table.measuring("scoring"):
-        from codeworld.experiments.cwmb_job import score_program
-
-        split = result.run_dir.spec.split if result.run_dir is not None else None
-        add_scores(table, score_program(spec, result.best_program, timeout_s=2 * PROGRAM_TIMEOUT_S,
-                                        split=split))
-
-
-def plan_step(args, spec, result, table: ResultTable) -> None:
-    """Random, oracle and model-planner returns on the real environment; normalized return."""
-    with table.measuring("planning"):
-        from codeworld.planning import evaluate
-
-        print(f"  planning: random, oracle and model, {args.episodes} episodes of at most "
-              f"{args.max_steps} steps...", flush=True)
-        ev = evaluate(spec, result.program_to_plan_with, episodes=args.episodes, seed=args.seed,
-                      max_steps=args.max_steps)
-        add_planning(table, ev, episodes=args.episodes, max_steps=args.max_steps)
