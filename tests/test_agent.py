@@ -42,8 +42,11 @@ class Script:
 
 
 def config(**changes):
+    # the LLM's part of the loop, call by call: the rule model and the exploration bonus, which
+    # change what is asked and where the agent goes, are off here (tests/test_rules.py has them)
     base = dict(epsilon=0.0, max_env_steps=60, max_llm_calls=6, rewrite_calls=3,
-                reliable_successes=2, max_episode_steps=20, eval_timeout_s=20.0)
+                reliable_successes=2, max_episode_steps=20, eval_timeout_s=20.0,
+                rule_model=False, explore_unseen=False)
     base.update(changes)
     return AgentConfig(**base)
 

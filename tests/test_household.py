@@ -338,7 +338,8 @@ def test_without_optimism_a_model_that_never_predicts_reward_is_kept_and_play_fa
     level = make_household("place")
     script = Script([never])
     # (a small planner budget: under this model no plan exists, and the agent replans each step)
-    with WorldCoderAgent(script.llm, agent_config(optimism=False, plan_max_nodes=30)) as agent:
+    with WorldCoderAgent(script.llm, agent_config(optimism=False, plan_max_nodes=30,
+                                                  rule_model=False)) as agent:  # the LLM's model
         result = agent.run_level(level)
     assert result.llm_calls == 1 and result.first_success is None  # nothing ever contradicts it
     assert result.env_steps == 60

@@ -104,7 +104,7 @@ def test_an_agent_rewrite_gets_the_assists_and_a_copy_of_the_skeleton_is_not_sco
         "def transition", "def _cell(p) -> List:\n    return list(p)\n\n\ndef transition")
     llm = _Scripted(["<skeleton>", f"```python\n{missing_import}```"])
     config = AgentConfig(max_env_steps=40, reliable_successes=2, rewrite_calls=3, max_llm_calls=6,
-                         epsilon=0.0)
+                         epsilon=0.0, rule_model=False)  # the LLM writes the whole program
     with WorldCoderAgent(llm, config, run_dir=tmp_path) as agent:
         result = agent.run_level(make_object_env("sokoban:corridor"))
     prompt = llm.prompts[0]
@@ -166,7 +166,7 @@ def test_an_agent_rewrite_is_told_what_the_mission_names_and_that_nothing_was_re
         "def reward(state, action, next_state, mission):\n    return 1.0, True\n")
     llm = _Scripted([f"```python\n{always}```", f"```python\n{SOKOBAN_MODEL}```"])
     config = AgentConfig(max_env_steps=40, reliable_successes=2, rewrite_calls=3, max_llm_calls=6,
-                         epsilon=0.0)
+                         epsilon=0.0, rule_model=False)  # the prompts of a whole program
     with WorldCoderAgent(llm, config, run_dir=tmp_path) as agent:
         agent.run_level(make_object_env("sokoban:corridor"))
     assert 'the mission\'s words name' in llm.prompts[0] and '- state["boxes"] = [[' in llm.prompts[0]
@@ -220,7 +220,7 @@ def test_a_carried_program_shows_the_keys_as_the_data_has_them_now():
     # keys as the recorded steps have them
     llm = _Scripted(["<skeleton>"])
     config = AgentConfig(max_env_steps=12, reliable_successes=2, rewrite_calls=1, max_llm_calls=3,
-                         epsilon=0.0, optimism=False)
+                         epsilon=0.0, optimism=False, rule_model=False)
     with WorldCoderAgent(llm, config) as agent:
         agent.run_level(make_object_env("household:place"))
     later = [p for p in llm.prompts[1:] if "The current world model:" in p]

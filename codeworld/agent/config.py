@@ -39,6 +39,16 @@ class AgentConfig:
             in the prompts, a skeleton to start from, static checks and mechanical repairs before a
             program runs, and answers that copy the skeleton or an earlier program recognised.
             Off: the prompts show the description and a few transitions only.
+        rule_model: before each rewrite's LLM calls, learn the rule model from the data
+            (`codeworld.worlds.objects.rules`: each action's changes and their conditions, the
+            reward once a step got one) and put it in REx's pool as the parent of the rewrite;
+            an accepted one ends the rewrite with no call, and while no step got reward the
+            calls write only the reward from the mission. A contradiction between rewrites
+            refits it. Needs the assists. Off: the LLM writes every program.
+        explore_unseen: when the model's planner reaches no reward, plan to the nearest state
+            from which an action is tried in a situation of the agent (the values of the
+            leaves the actions change) never recorded (`codeworld.agent.explore`), instead of
+            a random step. Off: explore at random.
         keep_going_after_success: keep acting after reliable success until `max_env_steps`
             (off: the level ends at reliable success).
         rex: REx's settings (C = 5, the REx paper's value).
@@ -60,6 +70,8 @@ class AgentConfig:
     eval_timeout_s: float = 30.0
     prompt_examples: int = 4
     assists: bool = True
+    rule_model: bool = True
+    explore_unseen: bool = True
     keep_going_after_success: bool = False
     rex: RexConfig = field(default_factory=RexConfig)
     sampling: SamplingConfig = field(default_factory=lambda: SamplingConfig(temperature=0.7,

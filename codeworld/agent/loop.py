@@ -28,15 +28,17 @@ from pathlib import Path
 from typing import Any, Callable
 
 from codeworld.agent.config import AgentConfig
+from codeworld.agent.explore import op_plan_explore, seen_pairs, situation_paths
 from codeworld.agent.envs import ObjectEnv
 from codeworld.sandbox import Sandbox, SandboxLimits
 from codeworld.synthesis.rex import PoolEntry, Rex
 from codeworld.synthesis.run import Run
 from codeworld.synthesis.run_dir import write_atomic
-from codeworld.synthesis.types import World
+from codeworld.synthesis.types import ProgramEvaluation, World
 from codeworld.worlds.objects.evaluate import AgentEvaluator, ModelCheck
 from codeworld.worlds.objects.ops import op_evaluate, op_plan
 from codeworld.worlds.objects.prompting import AgentPrompts, PromptContext
+from codeworld.worlds.objects.rules import RewardPrompts, rule_program, with_reward
 from codeworld.worlds.objects.states import (effects_text, mission_parts, normalize_state,
                                              schema_text, skeleton_program, state_key,
                                              state_schema, with_current_schema)
@@ -268,12 +270,26 @@ class WorldCoderAgent:
         The best program found replaces the current one when it scores higher.
         """
         c = self.config
+        evaluator = self._evaluator(env, starts)
+        rules = self._rules(evaluator)
+        if rules is not None and self.data and rules[1].report.get("accepted"):  # no call
+            self.program, self.failed_at = rules[0], None
+            self.rewrite_count += 1
+            result.rewrites.append({"index": self.rewrite_count - 1, "reason": reason,
+                                    "episode": result.episodes, "env_steps": result.env_steps,
+                                    "calls": 0, "tokens": 0, "accepted": True, "composed": None,
+                                    "rules": rules[1].score, "scores": [], "statuses": []})
+            self._report("rewrite", level=env.name, **result.rewrites[-1],
+                         llm_calls=result.llm_calls, level_tokens=result.tokens,
+                         best=rules[1].score, run_dir=None)
+            return True
         budget = min(c.rewrite_calls, c.max_llm_calls - result.llm_calls)
         if budget <= 0:
+            if rules is not None and not rules[1].buggy:
+                self._adopt(rules, evaluator)
             return False
         index = self.rewrite_count
         self.rewrite_count += 1
-        evaluator = self._evaluator(env, starts)
         search = SeededRex(c.rex, seed=c.seed + index)
         current_score = -1.0
         if self.program is not None:
@@ -282,6 +298,10 @@ class WorldCoderAgent:
             current = evaluator.evaluate(self.program)
             current_score = current.score
             search.seed_program(self.program, current.score, current.buggy, current.feedback)
+        if rules is not None:  # in the pool, and the parent when it explains more
+            search.seed_program(rules[0], rules[1].score, rules[1].buggy, rules[1].feedback)
+            if not rules[1].buggy and rules[1].score > current_score:
+                self.program, current_score = rules[0], rules[1].score
         missions = self._missions_text(mission)
         if evaluator.schema is not None:
             missions += self._goal_text(mission, starts[0]["state"])
@@ -294,6 +314,9 @@ class WorldCoderAgent:
             context.skeleton = evaluator.skeleton = skeleton_program(evaluator.schema)
             evaluator.detect_copies = True
         prompts = AgentPrompts(context)
+        reward_only = rules is not None and not any(t["reward"] > 0 for t in self.data)
+        if reward_only:  # the data shows no reward yet: the calls write it from the mission
+            prompts = RewardPrompts(context, rules[0])
         run = Run.start(self.run_dir / "rewrites" / f"{index:04d}", "worldcoder",
                         dataclasses.replace(c.rex, sampling=c.sampling), llm=self.llm_name,
                         budget=budget, seed=c.seed + index,
@@ -310,8 +333,14 @@ class WorldCoderAgent:
         if out.best_call is not None and out.best_call >= 0 and out.best_evaluation is not None:
             best = out.best_evaluation
             found.append((0.0 if best.buggy else best.score, not best.buggy, out.best_program))
+        elif reward_only:  # the seeds won the ties: the best answer still carries a reward
+            written = [e for e in search.pool if e.call >= 0 and not e.buggy]
+            if written:
+                best = max(written, key=lambda e: (e.score, -e.call))
+                found.append((best.score, True, best.program))
         composed = None
-        if evaluator.schema is not None and not (found and found[0][0] >= 1.0 - 1e-9):
+        if (evaluator.schema is not None and not reward_only
+                and not (found and found[0][0] >= 1.0 - 1e-9)):
             joined = evaluator.compose()  # the best transition with the best reward: no call
             if joined is not None:
                 composed = joined[1].score(c.optimism)
@@ -319,12 +348,14 @@ class WorldCoderAgent:
         accepted = False
         if found:
             score, healthy, program = max(found, key=lambda f: f[0])
-            if score > current_score:
+            # (an answer that only ties the rule model keeps its reward, the mission's reading)
+            if score > current_score or (reward_only and healthy and score >= current_score):
                 self.program = program
                 accepted = healthy and score >= 1.0 - 1e-9
         result.rewrites.append({"index": index, "reason": reason, "episode": result.episodes,
                                 "env_steps": result.env_steps, "calls": acc.calls,
                                 "tokens": acc.tokens, "accepted": accepted, "composed": composed,
+                                "rules": None if rules is None else rules[1].score,
                                 "scores": [h["score"] for h in out.history],
                                 "statuses": [ch.status for ch in evaluator.checks]})
         self._report("rewrite", level=env.name, **result.rewrites[-1], llm_calls=result.llm_calls,
@@ -333,14 +364,42 @@ class WorldCoderAgent:
         self.failed_at = None if accepted else len(self.data)
         return accepted
 
+    def _rules(self, evaluator: AgentEvaluator) -> tuple[str, ProgramEvaluation] | None:
+        """The rule model of all data (`codeworld.worlds.objects.rules`), checked (None with it
+        or the assists off); while no step got reward, with the current program's reward."""
+        if not (self.config.rule_model and evaluator.schema is not None):
+            return None
+        program = rule_program(self.data)
+        if self.program is not None and not any(t["reward"] > 0 for t in self.data):
+            program = with_reward(program, self.program) or program  # the mission's reward
+        return program, evaluator.evaluate(program)
+
+    def _adopt(self, rules: tuple[str, ProgramEvaluation], evaluator: AgentEvaluator) -> None:
+        """The rule model replaces the current program where it scores higher (no LLM call)."""
+        if self.program is None or rules[1].score > evaluator.evaluate(self.program).score:
+            self.program = rules[0]
+
+    def refit(self, env: ObjectEnv) -> None:
+        """Between rewrites (a contradiction while the next rewrite waits for data), the rule
+        model of today's data takes the current program's place where it explains more of it
+        (checked on the data alone: no plan)."""
+        evaluator = self._evaluator(env, [])
+        rules = self._rules(evaluator)
+        if rules is not None and not rules[1].buggy:
+            self._adopt(rules, evaluator)
+
     def plan(self, env: ObjectEnv, state: dict, mission: str, result: LevelResult) -> dict | None:
         """A plan over the current model from ``state`` (None: no model, no plan, or a timeout)."""
         if self.program is None:
             return None
         c = self.config
-        reply = self.sandbox.call(op_plan, timeout_s=c.eval_timeout_s, source=self.program,
+        op, explore = op_plan, {}
+        paths = situation_paths(self.data) if c.explore_unseen else []
+        if paths:  # no reward in reach: to an action never tried where the agent would be
+            op, explore = op_plan_explore, {"paths": paths, "seen": seen_pairs(self.data, paths)}
+        reply = self.sandbox.call(op, timeout_s=c.eval_timeout_s, source=self.program,
                                   state=state, mission=mission, n_actions=env.n_actions,
-                                  max_nodes=c.plan_max_nodes, max_depth=c.plan_max_depth)
+                                  max_nodes=c.plan_max_nodes, max_depth=c.plan_max_depth, **explore)
         if reply.status == "timeout":
             result.plan_timeouts += 1
         if not reply.ok or not reply.value["found"]:
@@ -407,6 +466,8 @@ class WorldCoderAgent:
                 "contradicted by data" if check.consistency < 1 or check.failed else "goal unreachable")
             if self.program is None or self._rewrite_due(env):
                 self.rewrite(env, result, [start], mission, reason)
+            else:
+                self.refit(env)
         plan = self.plan(env, state, mission, result)
         limit = c.max_episode_steps or env.max_steps
         success = False
@@ -440,6 +501,8 @@ class WorldCoderAgent:
                 wrong = self.program
                 if self._rewrite_due(env):
                     self.rewrite(env, result, [start], mission, "contradicted by a new transition")
+                else:
+                    self.refit(env)
                 if self.program == wrong:
                     distrusted = wrong
             state = next_state

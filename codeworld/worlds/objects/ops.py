@@ -66,8 +66,11 @@ def _error_record(exc: BaseException, index: int | None) -> dict:
 
 
 def bfs_plan(functions, start: dict, mission: str, n_actions: int, max_nodes: int,
-             max_depth: int) -> dict:
+             max_depth: int, target: Callable[[dict], int | None] | None = None) -> dict:
     """Breadth-first search over the model for the shortest action sequence that gets reward > 0.
+
+    With ``target``, the search is for the nearest state where ``target(state)`` names an action
+    instead (the plan ends with it), reward or not.
 
     Returns:
         ``found``, ``actions`` (the plan), ``predicted`` (per step: next state, reward, done under
@@ -87,9 +90,13 @@ def bfs_plan(functions, start: dict, mission: str, n_actions: int, max_nodes: in
             limit_hit = True
             break
         expanded += 1
+        chosen = None if target is None else target(state)
+        if chosen is not None:
+            goal = (key, chosen)
+            break
         for action in range(n_actions):
             next_state, value, done = _simulate(functions, state, action, mission)
-            if value > 0:
+            if target is None and value > 0:
                 goal = (key, action)
                 break
             next_key = state_key(next_state)

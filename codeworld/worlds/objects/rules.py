@@ -1,0 +1,753 @@
+"""The rule model: a world-model program written by the machine from recorded transitions.
+
+From transitions of object states (``{state, action, next_state, reward, done, mission}``, as the
+WorldCoder agent records them), `rule_program` learns, for each action and each leaf of the
+state that the action ever changed:
+
+* **the change**, one of: keep the value, set it to a constant, copy another leaf, add a
+  constant (a number or a vector), add another leaf (move by a vector the state holds), and for
+  a list: remove, insert or move by a vector the element equal to a leaf (or a leaf plus a
+  vector the action moves things by);
+* **the condition** under which each change happens, as a decision list over features computed
+  from the state before the step: a leaf's value, the equality of two leaves, a leaf plus another
+  leaf equal to a third, a leaf (plus a vector the action moves things by) being in a list.
+
+The reward and done are learned the same way over the state after the step, once a recorded
+step got reward; before that the program's ``reward`` says no step completes a mission (the
+LLM writes it from the mission: `RewardPrompts`). The result is an ordinary program of the
+object world's contract (``transition``, ``reward``): the agent checks it in the sandbox like any
+other, and puts it in REx's pool. Nothing here names a level, a family or a kind of object:
+leaves, changes and features are read off the data.
+
+A leaf is a value reached through dict keys (``agent.x``, ``objects.apple 1.in``); lists stay
+whole: a list of at most 4 numbers is a *vector*, any other list a *collection* (of cells, of
+objects); a key whose value is a dict in some states and not in others is one leaf.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from codeworld.synthesis.repairs import merge_into_parent
+from codeworld.synthesis.types import Request
+from codeworld.worlds.objects.states import FUNCTIONS, normalize_state
+
+Path = tuple[str, ...]
+
+# the longest decision list of one change (past it, the rest of the rows take the majority)
+MAX_RULES = 8
+# a leaf whose value took more distinct values than this is not tested value by value
+MAX_VALUES = 12
+
+
+# ------------------------------------------------------------------------- leaves and kinds
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _is_vector(value: Any) -> bool:
+    return isinstance(value, list) and 1 <= len(value) <= 4 and all(_number(v) for v in value)
+
+
+def _dict_paths(states: list[dict]) -> set[Path]:
+    """The paths whose value is a non-empty dict in every state that has them (walked into)."""
+    seen: dict[Path, bool] = {}
+
+    def walk(value: Any, path: Path) -> None:
+        is_dict = isinstance(value, dict) and bool(value)
+        seen[path] = seen.get(path, True) and is_dict
+        if is_dict:
+            for key, item in value.items():
+                walk(item, path + (key,))
+
+    for state in states:
+        walk(state, ())
+    return {p for p, always in seen.items() if always}
+
+
+def _leaves(state: Any, dicts: set[Path], path: Path = ()) -> dict[Path, Any]:
+    if path in dicts and isinstance(state, dict):
+        out: dict[Path, Any] = {}
+        for key, value in state.items():
+            out.update(_leaves(value, dicts, path + (key,)))
+        return out
+    return {path: state}
+
+
+def leaves_of(states: list[dict]) -> list[dict[Path, Any]]:
+    """Each state's leaves (path of keys -> value), the paths walked the same way in all."""
+    states = [normalize_state(s) for s in states]
+    dicts = _dict_paths(states)
+    return [_leaves(s, dicts) for s in states]
+
+
+def is_collection(value: Any) -> bool:
+    """A list that is not a vector (of cells, of objects, of names)."""
+    return isinstance(value, list) and not _is_vector(value)
+
+
+def _kind(values: list[Any]) -> str:
+    """``number``, ``vector``, ``collection`` or ``value`` (anything else, compared whole)."""
+    present = [v for v in values if v is not None]
+    if present and all(_number(v) for v in present):
+        return "number"
+    if present and all(_is_vector(v) for v in present) and len({len(v) for v in present}) == 1:
+        return "vector"
+    if present and all(isinstance(v, list) for v in present):
+        return "collection"
+    return "value"
+
+
+def _key(value: Any) -> str:
+    return json.dumps(value, sort_keys=True)
+
+
+def _add(a: Any, b: Any) -> Any:
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        return [x + y for x, y in zip(a, b)]
+    if _number(a) and _number(b):
+        return a + b
+    return None
+
+
+def _sub(a: Any, b: Any) -> Any:
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        return [x - y for x, y in zip(a, b)]
+    if _number(a) and _number(b):
+        return a - b
+    return None
+
+
+def _scale(k: int, d: Any) -> Any:
+    return [k * v for v in d] if isinstance(d, list) else k * d
+
+
+def _canon(value: Any) -> Any:
+    return normalize_state(value)
+
+
+def _path_code(path: Path) -> str:
+    return ", ".join(repr(k) for k in path)
+
+
+def _get_code(path: Path, name: str = "state") -> str:
+    return f"_get({name}, {_path_code(path)})" if path else name
+
+
+def _literal(value: Any) -> str:
+    return repr(value)
+
+
+# --------------------------------------------------------------- the generated program's helpers
+
+HELPERS = '''\
+import copy
+
+
+def _get(state, *path):
+    """The value at a path of keys; None where the state has no such key."""
+    for key in path:
+        if not isinstance(state, dict) or key not in state:
+            return None
+        state = state[key]
+    return state
+
+
+def _put(state, value, *path):
+    """Set the value at a path of keys the state has."""
+    for key in path[:-1]:
+        if not isinstance(state, dict) or key not in state:
+            return
+        state = state[key]
+    if isinstance(state, dict) and path[-1] in state:
+        state[path[-1]] = value
+
+
+def _add(a, b):
+    """A number plus a number, or a vector plus a vector (lists of numbers)."""
+    if isinstance(a, list) and isinstance(b, list):
+        return [x + y for x, y in zip(a, b)]
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return a + b
+    return None
+
+
+def _in(item, items):
+    return isinstance(items, list) and item in items
+
+
+def _same(a, b):
+    """Equal, with lists of cells or objects compared in any order."""
+    if (isinstance(a, list) and isinstance(b, list)
+            and all(isinstance(x, (list, dict)) for x in a + b)):
+        return sorted(map(repr, a)) == sorted(map(repr, b))
+    return a == b
+
+
+def _without(items, item):
+    out = list(items or [])
+    if item in out:
+        out.remove(item)
+    return out
+
+
+def _with(items, item):
+    return list(items or []) + [item]
+
+
+def _moved(items, item, delta):
+    return [_add(x, delta) if x == item else x for x in (items or [])]
+'''
+
+
+# ---------------------------------------------------------------------------------- features
+
+
+@dataclass(frozen=True)
+class Feature:
+    """A test on a state: its code (an expression over ``state``) and how to compute it here."""
+
+    code: str
+    test: Callable[[dict], bool]
+    general: bool  # relational (two leaves) rather than one leaf's value: preferred on ties
+
+    def __call__(self, leaves: dict) -> bool:
+        try:
+            return bool(self.test(leaves))
+        except Exception:  # noqa: BLE001 - a feature that cannot be computed is false
+            return False
+
+
+def _value_features(rows: list[dict], kinds: dict[Path, str], name: str) -> list[Feature]:
+    out = []
+    for path, kind in sorted(kinds.items()):
+        if kind == "collection":
+            continue
+        values = {_key(r.get(path)): r.get(path) for r in rows}
+        if len(values) < 2 or len(values) > MAX_VALUES:
+            continue
+        for text, value in sorted(values.items()):
+            out.append(Feature(f"{_get_code(path, name)} == {_literal(value)}",
+                               lambda r, p=path, t=text: _key(r.get(p)) == t, False))
+    return out
+
+
+def _relational_features(rows: list[dict], kinds: dict[Path, str], name: str,
+                         deltas: list[Any]) -> list[Feature]:
+    out = []
+    paths = sorted(kinds)
+    # numbers that never change in these rows are left out of the relations: a test of one
+    # against a constant is a test of its value (`dir + height == width` says `dir == 0`)
+    related = [p for p in paths if kinds[p] != "number" or len({_key(r.get(p)) for r in rows}) > 1]
+    # the equality of two leaves of one kind (lists compared as sets)
+    for i, a in enumerate(related):
+        for b in related[i + 1:]:
+            if kinds[a] != kinds[b]:
+                continue
+            out.append(Feature(f"_same({_get_code(a, name)}, {_get_code(b, name)})",
+                               lambda r, a=a, b=b: _canon(r.get(a)) == _canon(r.get(b)),
+                               kinds[a] != "number"))
+    # a leaf plus another leaf equal to a third (numbers, or vectors)
+    numeric = [p for p in related if kinds[p] in ("number", "vector")]
+    if len(numeric) <= 8:
+        for a in numeric:
+            for b in numeric:
+                for c in numeric:
+                    if a <= b and len({a, b, c}) == 3 and kinds[a] == kinds[b] == kinds[c]:
+                        out.append(Feature(
+                            f"_add({_get_code(a, name)}, {_get_code(b, name)}) == {_get_code(c, name)}",
+                            lambda r, a=a, b=b, c=c: _add(r.get(a), r.get(b)) == r.get(c),
+                            kinds[a] == "vector"))
+    # a leaf (plus k times a vector the action moves things by) in a list
+    collections = [p for p in paths if kinds[p] == "collection"]
+    for c in collections:
+        for a in paths:
+            if a == c or kinds[a] == "collection":
+                continue
+            out.append(Feature(f"_in({_get_code(a, name)}, {_get_code(c, name)})",
+                               lambda r, a=a, c=c: _in_list(r.get(a), r.get(c)), True))
+            if kinds[a] not in ("vector", "number"):
+                continue
+            for d in deltas:
+                for k in (1, 2):
+                    step = _scale(k, d)
+                    if not _fits(kinds[a], step):
+                        continue
+                    out.append(Feature(
+                        f"_in(_add({_get_code(a, name)}, {_literal(step)}), {_get_code(c, name)})",
+                        lambda r, a=a, c=c, s=step: _in_list(_add(r.get(a), s), r.get(c)), True))
+    return out
+
+
+def _fits(kind: str, step: Any) -> bool:
+    """Whether a leaf of ``kind`` can be moved by ``step`` (a vector by a vector, a number by a
+    number)."""
+    return (kind == "vector") == isinstance(step, list)
+
+
+def _features(rows: list[dict], kinds: dict[Path, str], name: str, deltas: list[Any]
+              ) -> tuple[list[Feature], list[list[bool]]]:
+    """The informative features of ``rows`` in the order ties are broken: relations of vectors,
+    lists and other values first, then one leaf's value, then relations of numbers (which match
+    by chance more often: ``x == dir``)."""
+    relations = _relational_features(rows, kinds, name, deltas)
+    ordered = ([f for f in relations if f.general] + _value_features(rows, kinds, name)
+               + [f for f in relations if not f.general])
+    return _informative(ordered, rows)
+
+
+def _in_list(item: Any, items: Any) -> bool:
+    return item is not None and isinstance(items, list) and item in items
+
+
+def _informative(features: list[Feature], rows: list[dict]) -> tuple[list[Feature], list[list[bool]]]:
+    """The features that are true on some rows and false on others, and their values per row;
+    of features with the same values on every row, the first (relational ones come first)."""
+    kept, columns, seen = [], [], set()
+    for f in features:
+        column = [f(r) for r in rows]
+        signature = tuple(column)
+        if all(column) or not any(column) or signature in seen:
+            continue
+        seen.add(signature)
+        kept.append(f)
+        columns.append(column)
+    return kept, columns
+
+
+# ----------------------------------------------------------------------------- decision lists
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One line of a decision list: when ``feature`` is ``polarity``, the label is ``label``."""
+
+    feature: Feature
+    polarity: bool
+    label: int
+
+    def condition(self) -> str:
+        return self.feature.code if self.polarity else f"not {self.feature.code}"
+
+
+def decision_list(labels: list[int], features: list[Feature], columns: list[list[bool]]
+                  ) -> tuple[list[Rule], int]:
+    """A decision list that gives each row its label: rules in order, then a default.
+
+    Greedy: among the rows no earlier rule took, the literal (a feature or its negation) whose
+    rows all have one label and that takes the most of them; relational features win ties.
+    When no literal is pure, or after `MAX_RULES`, the rest get their most common label.
+    """
+    remaining = list(range(len(labels)))
+    rules: list[Rule] = []
+    while remaining and len(rules) < MAX_RULES:
+        if len({labels[i] for i in remaining}) == 1:
+            break
+        best = None
+        for f, column in zip(features, columns):
+            for polarity in (True, False):
+                taken = [i for i in remaining if column[i] == polarity]
+                if not taken or len(taken) == len(remaining):
+                    continue
+                if len({labels[i] for i in taken}) != 1:
+                    continue
+                score = (len(taken), f.general, polarity)
+                if best is None or score > best[0]:
+                    best = (score, Rule(f, polarity, labels[taken[0]]), taken)
+        if best is None:
+            break
+        rules.append(best[1])
+        taken = set(best[2])
+        remaining = [i for i in remaining if i not in taken]
+    counts = Counter(labels[i] for i in remaining) if remaining else Counter(labels)
+    default = min(counts, key=lambda label: (-counts[label], label))
+    return rules, default
+
+
+# ---------------------------------------------------------------------------------- changes
+
+
+@dataclass(frozen=True)
+class Change:
+    """How one leaf's new value is made from the state before: its code and its value here."""
+
+    code: str  # an expression over ``state`` (None for "keep": nothing is written)
+    compute: Callable[[dict], Any]
+    rank: int  # simpler changes first on ties
+
+    def __call__(self, leaves: dict) -> Any:
+        try:
+            return self.compute(leaves)
+        except Exception:  # noqa: BLE001
+            return _NOTHING
+
+
+_NOTHING = object()  # a change that does not apply to a row
+
+
+def _keep(path: Path) -> Change:
+    return Change("", lambda r: r.get(path), 0)
+
+
+def _candidates(path: Path, kind: str, rows: list[tuple[dict, Any]], kinds: dict[Path, str],
+                deltas: list[Any]) -> list[Change]:
+    """The changes of ``path`` that explain at least one row where it changed."""
+    out: dict[str, Change] = {}
+    here = _get_code(path)
+    others = [p for p in sorted(kinds) if p != path]
+    for before, after in rows:
+        old = before.get(path)
+        if _canon(old) == _canon(after):
+            continue
+        out.setdefault(f"set {_key(after)}", Change(_literal(after), lambda r, v=after: v, 1))
+        for other in others:
+            if _canon(before.get(other)) == _canon(after):
+                out.setdefault(f"copy {other}", Change(_get_code(other),
+                                                       lambda r, o=other: r.get(o), 2))
+        if isinstance(old, bool) and after is (not old):
+            out.setdefault("negate", Change(f"not {here}", lambda r: not r.get(path), 2))
+        delta = _sub(after, old) if kind in ("number", "vector") else None
+        if delta is not None:
+            out.setdefault(f"add {_key(delta)}", Change(f"_add({here}, {_literal(delta)})",
+                                                        lambda r, d=delta: _add(r.get(path), d), 2))
+            for other in others:
+                if kinds[other] == kind and before.get(other) == delta:
+                    out.setdefault(f"add {other}", Change(
+                        f"_add({here}, {_get_code(other)})",
+                        lambda r, o=other: _add(r.get(path), r.get(o)), 3))
+        if kind == "collection" and isinstance(old, list) and isinstance(after, list):
+            for key, change in _collection_changes(path, old, after, before, kinds, deltas):
+                out.setdefault(key, change)
+    return list(out.values())
+
+
+def _collection_changes(path: Path, old: list, new: list, before: dict, kinds: dict[Path, str],
+                        deltas: list[Any]):
+    """Removing, inserting or moving one element that a leaf (plus a multiple of a vector the
+    action moves things by) names."""
+    a, b = Counter(_key(v) for v in old), Counter(_key(v) for v in new)
+    gone = [json.loads(k) for k in (a - b).elements()]
+    added = [json.loads(k) for k in (b - a).elements()]
+    here = _get_code(path)
+    pointers = []  # (code, compute, value here) of the expressions that can name an element
+    for other in sorted(kinds):
+        if other == path or kinds[other] == "collection":
+            continue
+        pointers.append((_get_code(other), lambda r, o=other: r.get(o), before.get(other)))
+        if kinds[other] in ("vector", "number"):
+            for d in deltas:
+                for k in (1, 2):
+                    step = _scale(k, d)
+                    value = _add(before.get(other), step)
+                    if value is not None:
+                        pointers.append((f"_add({_get_code(other)}, {_literal(step)})",
+                                         lambda r, o=other, s=step: _add(r.get(o), s), value))
+    if len(gone) == 1 and not added:
+        for code, compute, value in pointers:
+            if value == gone[0]:
+                yield f"remove {code}", Change(f"_without({here}, {code})",
+                                               lambda r, c=compute: _remove(r.get(path), c(r)), 4)
+    if len(added) == 1 and not gone:
+        for code, compute, value in pointers:
+            if value == added[0]:
+                yield f"insert {code}", Change(f"_with({here}, {code})",
+                                               lambda r, c=compute: list(r.get(path) or []) + [c(r)], 4)
+    if len(gone) == 1 and len(added) == 1:
+        delta = _sub(added[0], gone[0])
+        if delta is not None:
+            for code, compute, value in pointers:
+                if value == gone[0]:
+                    yield f"move {code} {_key(delta)}", Change(
+                        f"_moved({here}, {code}, {_literal(delta)})",
+                        lambda r, c=compute, d=delta: [_add(x, d) if x == c(r) else x
+                                                       for x in (r.get(path) or [])], 4)
+
+
+def _remove(items: Any, item: Any) -> list:
+    out = list(items or [])
+    if item in out:
+        out.remove(item)
+    return out
+
+
+@dataclass
+class LeafRule:
+    """What one action does to one leaf: changes under a decision list (label -1: keep)."""
+
+    path: Path
+    changes: list[Change]
+    rules: list[Rule]
+    default: int
+
+    def _statement(self, label: int) -> str:
+        if label < 0:
+            return "pass"
+        return f"_put(new, {self.changes[label].code}, {_path_code(self.path)})"
+
+    def code(self, indent: str) -> list[str]:
+        name = ".".join(self.path)
+        lines = [f"{indent}# {name}"]
+        if not self.rules:
+            return lines + [f"{indent}{self._statement(self.default)}"] if self.default >= 0 else []
+        if len(self.rules) == 1 and self.rules[0].label < 0 <= self.default:  # one write: its test
+            flipped = Rule(self.rules[0].feature, not self.rules[0].polarity, self.default)
+            return lines + [f"{indent}if {flipped.condition()}:",
+                            f"{indent}    {self._statement(self.default)}"]
+        for i, rule in enumerate(self.rules):
+            lines.append(f"{indent}{'if' if i == 0 else 'elif'} {rule.condition()}:")
+            lines.append(f"{indent}    {self._statement(rule.label)}")
+        if self.default >= 0:
+            lines += [f"{indent}else:", f"{indent}    {self._statement(self.default)}"]
+        return lines
+
+
+def _cover(rows: list[tuple[dict, Any]], candidates: list[Change]) -> tuple[list[Change], list[int]]:
+    """The fewest changes (greedy, most rows first) that explain every row, and each row's label
+    (-1: the leaf kept its value; else the first chosen change that explains it)."""
+    explains = [[_canon(c(before)) == _canon(after) if c(before) is not _NOTHING else False
+                 for before, after in rows] for c in candidates]
+    chosen: list[int] = []
+    covered = [False] * len(rows)
+    while not all(covered):
+        best = max(range(len(candidates)), key=lambda c: (
+            sum(1 for i, e in enumerate(explains[c]) if e and not covered[i]), -candidates[c].rank, -c))
+        gain = [i for i, e in enumerate(explains[best]) if e and not covered[i]]
+        if not gain:
+            break
+        chosen.append(best)
+        for i in gain:
+            covered[i] = True
+    labels = []
+    for i in range(len(rows)):
+        labels.append(next((k for k, c in enumerate(chosen) if explains[c][i]), -1))
+    return [candidates[c] for c in chosen], labels
+
+
+# ----------------------------------------------------------------------------------- learning
+
+
+@dataclass
+class RuleModel:
+    """A learned model: per action, the rules of each leaf it changes; the reward's rules.
+
+    Attributes:
+        transitions: action -> the leaf rules of that action, in the order of their paths.
+        reward_changes: the (reward, done) pairs the reward's decision list picks from.
+        reward_rules, reward_default: the reward's decision list (over the next state).
+        n: the transitions it was learned from.
+    """
+
+    transitions: dict[int, list[LeafRule]]
+    reward_changes: list[tuple[float, bool]]
+    reward_rules: list[Rule]
+    reward_default: int
+    n: int
+
+    def transition_code(self) -> str:
+        lines = ["def transition(state, action):",
+                 f"    # learned from {self.n} recorded transitions: per action, each part of the",
+                 "    # state it changed, how, and under which condition",
+                 "    new = copy.deepcopy(state)"]
+        first = True
+        for action in sorted(self.transitions):
+            body = [line for rule in self.transitions[action] for line in rule.code(" " * 8)]
+            if not body:
+                continue
+            lines.append(f"    {'if' if first else 'elif'} action == {action}:")
+            lines += body
+            first = False
+        lines.append("    return new")
+        return "\n".join(lines) + "\n"
+
+    def reward_code(self) -> str:
+        lines = ["def reward(state, action, next_state, mission):"]
+        if not self.reward_changes:
+            lines += ["    # no recorded step has completed a mission yet",
+                      "    return 0.0, False"]
+            return "\n".join(lines) + "\n"
+
+        def result(label: int) -> str:
+            value, done = self.reward_changes[label]
+            return f"return {float(value)!r}, {bool(done)!r}"
+
+        for i, rule in enumerate(self.reward_rules):
+            lines.append(f"    {'if' if i == 0 else 'elif'} {rule.condition()}:")
+            lines.append(f"        {result(rule.label)}")
+        lines.append(f"    {result(self.reward_default)}")
+        return "\n".join(lines) + "\n"
+
+    def program(self) -> str:
+        """The whole program: helpers, ``transition``, ``reward``."""
+        return f"{HELPERS}\n\n{self.transition_code()}\n\n{self.reward_code()}"
+
+
+def _deltas(rows: list[tuple[dict, dict]], kinds: dict[Path, str]) -> list[Any]:
+    """The vectors (and numbers) by which the action moved vector (and number) leaves."""
+    found: dict[str, Any] = {}
+    for before, after in rows:
+        for path, kind in kinds.items():
+            if kind != "vector":
+                continue
+            d = _sub(after.get(path), before.get(path))
+            if d is not None and any(d):
+                found.setdefault(_key(d), d)
+    return [found[k] for k in sorted(found)][:4]
+
+
+def learn_rules(transitions: list[dict]) -> RuleModel:
+    """Learn the rule model of ``transitions`` (see the module docstring)."""
+    every = leaves_of([t["state"] for t in transitions] + [t["next_state"] for t in transitions])
+    befores, afters = every[:len(transitions)], every[len(transitions):]
+    values: dict[Path, list[Any]] = defaultdict(list)
+    for leaves in befores + afters:
+        for path, value in leaves.items():
+            values[path].append(value)
+    kinds = {path: _kind(vs) for path, vs in values.items()}
+    by_action: dict[int, list[int]] = defaultdict(list)
+    for i, t in enumerate(transitions):
+        by_action[int(t["action"])].append(i)
+    model: dict[int, list[LeafRule]] = {}
+    for action, index in sorted(by_action.items()):
+        rows = [(befores[i], afters[i]) for i in index]
+        deltas = _deltas(rows, kinds)
+        changed = sorted({p for b, a in rows for p in set(a) | set(b)
+                          if _canon(a.get(p)) != _canon(b.get(p))})
+        if not changed:
+            continue
+        before_rows = [b for b, _ in rows]
+        features, columns = _features(before_rows, kinds, "state", deltas)
+        leaf_rules = []
+        for path in changed:
+            pairs = [(b, a.get(path)) for b, a in rows]
+            candidates = [_keep(path)] + _candidates(path, kinds[path], pairs, kinds, deltas)
+            chosen, labels = _cover(pairs, candidates)
+            # label the keep change -1 (nothing written), the others by their index without it
+            keep = next((k for k, c in enumerate(chosen) if c.code == ""), None)
+            writes = [c for c in chosen if c.code != ""]
+            relabel = {k: (-1 if k == keep else writes.index(c))
+                       for k, c in enumerate(chosen)}
+            labels = [relabel.get(label, -1) for label in labels]
+            rules, default = decision_list(labels, features, columns)
+            leaf_rules.append(LeafRule(path, writes, rules, default))
+        model[action] = leaf_rules
+    reward_changes, reward_rules, reward_default = _learn_reward(transitions, afters, kinds)
+    return RuleModel(model, reward_changes, reward_rules, reward_default, len(transitions))
+
+
+def _learn_reward(transitions: list[dict], afters: list[dict], kinds: dict[Path, str]
+                  ) -> tuple[list[tuple[float, bool]], list[Rule], int]:
+    """The reward's decision list over the state after the step (none before a success)."""
+    if not any(float(t["reward"]) > 0 for t in transitions):
+        return [], [], 0
+    outcomes = [(float(t["reward"]), bool(t["done"])) for t in transitions]
+    changes = sorted(set(outcomes), key=lambda o: (-outcomes.count(o), o))
+    labels = [changes.index(o) for o in outcomes]
+    features, columns = _features(afters, kinds, "next_state", [])
+    rules, default = decision_list(labels, features, columns)
+    return changes, rules, default
+
+
+def rule_program(transitions: list[dict]) -> str:
+    """The program of the rule model learned from ``transitions`` (`learn_rules`)."""
+    return learn_rules(transitions).program()
+
+
+def transition_part(program: str) -> str:
+    """A program without its ``reward`` function (the helpers and ``transition``)."""
+    tree = ast.parse(program)
+    lines = program.splitlines(keepends=True)
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == "reward":
+            return "".join(lines[:node.lineno - 1] + lines[node.end_lineno:]).rstrip("\n") + "\n"
+    return program
+
+
+def with_reward(base: str, answer: str) -> str | None:
+    """``base`` with its ``reward`` (and any helper the answer defines) taken from ``answer``;
+    an answer's own ``transition`` is ignored. None when the answer does not parse or defines
+    no ``reward``."""
+    try:
+        tree = ast.parse(answer)
+    except SyntaxError:
+        return None
+    if not any(isinstance(n, ast.FunctionDef) and n.name == "reward" for n in tree.body):
+        return None
+    lines = answer.splitlines(keepends=True)
+    kept = []
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == "transition":
+            continue
+        first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+        kept.append("".join(lines[first - 1:node.end_lineno]).rstrip("\n") + "\n")
+    merged, _ = merge_into_parent("\n\n".join(kept), base, FUNCTIONS)
+    return merged
+
+
+# ------------------------------------------------------------------------- the reward prompt
+
+
+class RewardPrompts:
+    """REx's prompt builder while no recorded step has completed a mission: every call asks only
+    for ``reward``, from the mission, the schema and the rule model's ``transition``; the answer's
+    ``reward`` is put into the rule model's program (template ``prompts/reward.txt``); an answer
+    that writes both functions is taken whole, as any answer is.
+
+    Args:
+        context: the environment and data the prompts describe
+            (`codeworld.worlds.objects.prompting.PromptContext`).
+        base: the rule model's program, whose ``transition`` every answer keeps.
+    """
+
+    def __init__(self, context: Any, base: str):
+        self.context = context
+        self.base = base
+
+    def messages(self, request: Request) -> list[dict]:
+        from codeworld.worlds.objects.prompting import render_agent
+
+        c = self.context
+        actions = ", ".join(f"{i} = {n}" for i, n in enumerate(c.action_names))
+        current = ""
+        if request.program:
+            current = (f"The reward function written so far, and what is wrong with it:\n\n"
+                       f"```python\n{_function(request.program, 'reward').rstrip()}\n```\n\n"
+                       f"{request.feedback or '(no details)'}")
+        return render_agent("reward", description=c.description, actions=actions,
+                            missions=c.missions, schema=c.schema or "(see the transition below)",
+                            transition=transition_part(self.base).rstrip(), current=current)
+
+    def program(self, request: Request, completion_text: str) -> str | None:
+        from codeworld.llm import extract_code
+        from codeworld.llm.extract import CodeExtractionError
+        from codeworld.llm.types import prefill_of
+
+        try:
+            answer = extract_code(completion_text, prefill_of(self.messages(request)))
+        except CodeExtractionError:
+            return None
+        try:
+            defined = {n.name for n in ast.parse(answer).body if isinstance(n, ast.FunctionDef)}
+        except SyntaxError:
+            return answer  # scored as it is: the fix prompt shows the error
+        if set(FUNCTIONS) <= defined:  # a whole program: taken as it is, like any answer
+            return answer
+        return with_reward(self.base, answer)
+
+
+def _function(program: str, name: str) -> str:
+    """The text of one top-level function of a program (the whole program when it lacks it)."""
+    try:
+        tree = ast.parse(program)
+    except SyntaxError:
+        return program
+    lines = program.splitlines(keepends=True)
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == name:
+            return "".join(lines[node.lineno - 1:node.end_lineno])
+    return program

@@ -1,0 +1,198 @@
+"""The rule model learned from the agent's data (`codeworld.worlds.objects.rules`), the reward the
+LLM writes from the mission before the first success, and the exploration bonus of the agent's
+planner (`codeworld.agent.explore`), on small worlds built here."""
+
+from __future__ import annotations
+
+import random
+from types import SimpleNamespace
+
+from codeworld.agent.config import AgentConfig
+from codeworld.agent.loop import LevelResult, WorldCoderAgent
+from codeworld.sandbox import Sandbox
+from codeworld.synthesis.fakes import ScriptedLLM
+from codeworld.worlds.objects.ops import op_evaluate
+from codeworld.worlds.objects.rules import learn_rules, rule_program
+
+MOVES = {0: (0, -1), 1: (0, 1), 2: (-1, 0), 3: (1, 0)}
+PICK = 4
+
+
+class KeyGrid:
+    """A grid built for these tests: walls, keys to pick up, a goal to bring one to."""
+
+    n_actions = 5
+    action_names = ("up", "down", "left", "right", "pick up")
+    description = ("A grid: the agent moves one cell per step unless a wall is there, and picks up "
+                   "the key on its cell. The state has agent, walls, keys (cells), carrying, goal.")
+    name = "keygrid"
+    family = "keygrid"
+    max_steps = 30
+    mission = "bring a key to the goal"
+
+    def __init__(self, layout: int = 0):
+        self.layout = layout
+        self.state: dict = {}
+
+    def start(self, rng: random.Random | None = None) -> dict:
+        walls = ([[x, 0] for x in range(6)] + [[x, 5] for x in range(6)]
+                 + [[0, y] for y in range(1, 5)] + [[5, y] for y in range(1, 5)] + [[3, 2]])
+        if rng is None:
+            return {"agent": [1, 1], "walls": walls, "keys": [[3, 1]], "carrying": False,
+                    "goal": [4, 4]}
+        free = [[x, y] for x in range(1, 5) for y in range(1, 5) if [x, y] != [3, 2]]
+        rng.shuffle(free)
+        return {"agent": free[0], "walls": walls, "keys": [free[1]], "carrying": False,
+                "goal": free[2]}
+
+    @staticmethod
+    def dynamics(state: dict, action: int) -> tuple[dict, float, bool]:
+        new = {**state, "agent": list(state["agent"]), "keys": [list(k) for k in state["keys"]]}
+        if action in MOVES:
+            dx, dy = MOVES[action]
+            cell = [state["agent"][0] + dx, state["agent"][1] + dy]
+            if cell not in state["walls"]:
+                new["agent"] = cell
+        elif state["agent"] in state["keys"] and not state["carrying"]:
+            new["keys"].remove(state["agent"])
+            new["carrying"] = True
+        done = new["carrying"] and new["agent"] == new["goal"]
+        return new, float(done), done
+
+    def reset(self, seed: int | None = None) -> tuple[dict, str]:
+        self.state = self.start()
+        return self.state, self.mission
+
+    def step(self, action: int) -> tuple[dict, float, bool, bool]:
+        self.state, reward, done = self.dynamics(self.state, action)
+        return self.state, reward, done, False
+
+    def close(self) -> None:
+        pass
+
+
+def walk(steps: int, seed: int) -> list[dict]:
+    """Transitions of random walks over random layouts (a new layout after an episode ends)."""
+    rng = random.Random(seed)
+    state, data = KeyGrid.start(KeyGrid(), rng), []
+    for _ in range(steps):
+        action = rng.randrange(KeyGrid.n_actions)
+        if state["keys"] and rng.random() < 0.3:  # head for the key now and then
+            (kx, ky), (ax, ay) = state["keys"][0], state["agent"]
+            action = 3 if kx > ax else 2 if kx < ax else 1 if ky > ay else 0 if ky < ay else PICK
+        nxt, reward, done = KeyGrid.dynamics(state, action)
+        data.append({"state": state, "action": action, "next_state": nxt, "reward": reward,
+                     "done": done, "mission": KeyGrid.mission})
+        state = KeyGrid.start(KeyGrid(), rng) if done or rng.random() < 0.05 else nxt
+    return data
+
+
+def explained(program: str, transitions: list[dict]) -> dict:
+    with Sandbox() as sandbox:
+        reply = sandbox.call(op_evaluate, timeout_s=30, source=program, transitions=transitions,
+                             starts=[], n_actions=KeyGrid.n_actions)
+    assert reply.ok, reply.message
+    return reply.value
+
+
+def test_the_rule_model_reproduces_a_move_a_pick_up_and_a_blocked_move_with_their_conditions():
+    data = walk(400, seed=0)
+    program = rule_program(data)
+    # the conditions, read off the data: a move is blocked by a wall in the cell it goes to; a
+    # pick-up takes the key on the agent's cell
+    assert ("if not _in(_add(_get(state, 'agent'), [1, 0]), _get(state, 'walls')):\n"
+            "            _put(new, _add(_get(state, 'agent'), [1, 0]), 'agent')") in program
+    assert "_put(new, True, 'carrying')" in program
+    assert "_put(new, _without(_get(state, 'keys'), _get(state, 'agent')), 'keys')" in program
+    assert "keygrid" not in program
+
+    # on layouts it never saw: a move, a blocked move, a pick-up and a step with nothing to pick
+    start = {"agent": [2, 3], "walls": [[2, 2], [0, 3]], "keys": [[1, 3]], "carrying": False,
+             "goal": [4, 1]}
+    cases = [(start, 3), (start, 0), ({**start, "agent": [1, 3]}, PICK), (start, PICK),
+             ({**start, "agent": [1, 3]}, 2)]
+    fresh = []
+    for state, action in cases:
+        nxt, reward, done = KeyGrid.dynamics(state, action)
+        fresh.append({"state": state, "action": action, "next_state": nxt, "reward": reward,
+                      "done": done, "mission": KeyGrid.mission})
+    assert fresh[1]["next_state"] == start and fresh[2]["next_state"]["carrying"]
+    assert fresh[4]["next_state"]["agent"] == [1, 3]  # into the wall at [0, 3]: blocked
+    assert explained(program, fresh)["correct"] == len(fresh)
+    assert explained(program, walk(300, seed=1))["state_correct"] == 300
+
+
+def test_the_reward_is_learned_once_a_step_got_one():
+    data = walk(1500, seed=2)
+    assert sum(t["reward"] > 0 for t in data) >= 1
+    model = learn_rules(data)
+    assert "return 1.0, True" in model.reward_code()
+    score = explained(model.program(), walk(400, seed=3))
+    assert score["reward_correct"] == 400
+    assert "return 0.0, False" in learn_rules(walk(20, seed=4)).reward_code()  # no success: none
+
+
+REWARD = '''def reward(state, action, next_state, mission):
+    if next_state["carrying"] and next_state["agent"] == next_state["goal"]:
+        return 1.0, True
+    return 0.0, False
+'''
+
+
+def test_before_the_first_success_the_llm_writes_only_the_reward_from_the_mission():
+    prompts = []
+
+    def answer(call, messages):
+        prompts.append(messages[-2]["content"])
+        return f"```python\n{REWARD}```\n"
+
+    config = AgentConfig(epsilon=0.0, max_env_steps=120, max_llm_calls=1, rewrite_calls=1,
+                         reliable_successes=2, max_episode_steps=40, eval_timeout_s=20.0,
+                         plan_max_nodes=200, plan_max_depth=20)
+    with WorldCoderAgent(ScriptedLLM(answer), config) as agent:
+        result = agent.run_level(KeyGrid())
+    assert result.llm_calls == 1 and len(prompts) == 1
+    assert "Write only the reward function" in prompts[0]
+    assert "def transition(state, action):" in prompts[0]  # the rule model's, shown, not asked
+    assert "bring a key to the goal" in prompts[0]
+    # the rule model learned the rest from the agent's own steps, and kept the mission's reward
+    assert result.reliable_success is not None
+    assert 'next_state["carrying"] and next_state["agent"] == next_state["goal"]' in agent.program \
+        or "return 1.0, True" in agent.program
+    assert "_put(new, True, 'carrying')" in agent.program
+
+
+ROOM = ("box 1", "chest 1", "crate 1")
+
+
+def room_step(state: dict, action: int) -> dict:
+    new = {"at": state["at"], "open": dict(state["open"])}
+    if action < len(ROOM):
+        new["at"] = ROOM[action]
+    elif state["at"] is not None:
+        new["open"][state["at"]] = True
+    return new
+
+
+def test_the_exploration_bonus_sends_the_agent_to_the_object_it_never_tried():
+    # every move tried from everywhere; "open" tried in the middle of the room, at the box and at
+    # the chest, never at the crate: the model says nothing of opening the crate
+    closed = {"at": None, "open": {name: False for name in ROOM}}
+    data = []
+    for where in (None,) + ROOM:
+        state = {**closed, "at": where}
+        for action in range(len(ROOM) + 1):
+            if action == len(ROOM) and where == "crate 1":
+                continue
+            data.append({"state": state, "action": action, "next_state": room_step(state, action),
+                         "reward": 0.0, "done": False, "mission": "open everything"})
+    env = SimpleNamespace(n_actions=len(ROOM) + 1, name="room")
+    for explore in (True, False):
+        with WorldCoderAgent(ScriptedLLM([]), AgentConfig(explore_unseen=explore)) as agent:
+            agent.data = list(data)
+            agent.program = rule_program(data)
+            plan = agent.plan(env, closed, "open everything", LevelResult("room"))
+        if explore:  # to the crate, and open it
+            assert plan is not None and plan["explore"] and plan["actions"] == [2, 3]
+        else:  # the model reaches no reward: no plan
+            assert plan is None
