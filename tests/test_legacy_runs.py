@@ -86,7 +86,8 @@ def test_a_legacy_run_replays_without_an_llm_call_and_with_the_same_scores(legac
                                              "beyond_data": False, "beyond_steps": 30,
                                              "structure": False, "compact_tables": False,
                                              "reward_from_old": False, "angles": False,
-                                             "data_model": False}
+                                             "data_model": False, "regression": False,
+                                             "regression_seconds": 10.0}
     # GIF-MCTS's stall limit came later too: the run keeps the paper's rule (no limit)
     assert after["config"].pop("stall_limit") is None and "stall_limit" not in before["config"]
     # a run saved before runs were split keeps its whole buffer (so it replays), and says so
@@ -110,9 +111,10 @@ def test_a_legacy_run_resumes_with_more_budget(legacy_run, tmp_path, capsys):
     after = json.loads((legacy_run / "run.json").read_text())
     assert after["budget"] == 3 and after["status"] == "finished"
     for added_later in ("relations", "structure", "form_from_data", "copies", "beyond_data",
-                       "compact_tables", "reward_from_old", "angles", "data_model"):
+                       "compact_tables", "reward_from_old", "angles", "data_model", "regression"):
         assert after["config"]["assist"].pop(added_later) is False
     after["config"]["assist"].pop("beyond_steps")
+    after["config"]["assist"].pop("regression_seconds")
     assert after["config"].pop("stall_limit") is None  # the paper's rule, as the run was made
     assert {k: after[k] for k in ("method", "env_id", "seed", "config", "created", "codeworld_version")} \
         == {k: before[k] for k in ("method", "env_id", "seed", "config", "created", "codeworld_version")}
