@@ -2,9 +2,10 @@
 
 A run's page (``report.html``, written by ``codeworld show``) holds the best score against LLM
 calls (training, and held-out when the run scored a held-out split; the floor and the ceiling as
-lines), the search tree (one circle per program, coloured from red at score 0 to green at 1, buggy
-ones grey with a red cross, edges labelled G generate, I improve, F fix), and, a click on a circle
-or a point away, that call's program, prompt and answer, its repairs and its fit. Below them: the
+lines), the search tree (one circle per program, coloured by its floor-normalised score from red
+at the floor to green at the ceiling, buggy ones grey with a red cross, edges labelled G
+generate, I improve, F fix), and, a click on a circle or a point away, that call's program,
+prompt and answer, its repairs and its fit; records that cannot be read are named. Below them: the
 best program with its per-component accuracy, mispredicted transitions beside the truth, the
 mechanical repairs, constant fits, composition and speed step of the run, and the planning returns
 when the run planned.
