@@ -34,14 +34,14 @@ from codeworld.sandbox import Sandbox, SandboxLimits
 from codeworld.synthesis.rex import PoolEntry, Rex
 from codeworld.synthesis.run import Run
 from codeworld.synthesis.run_dir import write_atomic
-from codeworld.synthesis.types import ProgramEvaluation, World
+from codeworld.synthesis.types import ProgramEvaluation
 from codeworld.worlds.objects.evaluate import AgentEvaluator, ModelCheck
 from codeworld.worlds.objects.ops import op_evaluate, op_plan
-from codeworld.worlds.objects.prompting import AgentPrompts, PromptContext
 from codeworld.worlds.objects.rules import RewardPrompts, rule_program, with_reward
-from codeworld.worlds.objects.states import (effects_text, mission_parts, normalize_state,
-                                             schema_text, skeleton_program, state_key,
-                                             state_schema, with_current_schema)
+from codeworld.worlds.objects.states import (mission_parts, normalize_state, state_key,
+                                             with_current_schema)
+from codeworld.worlds.objects.world import ObjectLevel, ObjectSettings, object_evaluator
+from codeworld.worlds.registry import make_world
 
 
 class SeededRex(Rex):
@@ -201,19 +201,21 @@ class WorldCoderAgent:
 
     # ------------------------------------------------------------------ model checks
 
-    def _schema(self, starts: list[dict]) -> list | None:
-        """The state's schema from every state seen (None with the assists off)."""
-        if not self.config.assists:
-            return None
-        states = [s["state"] for s in starts] + [t["next_state"] for t in self.data]
-        return state_schema(states)
+    def _level(self, env: ObjectEnv, starts: list[dict], missions: str = "") -> ObjectLevel:
+        """The level's rules and the data recorded so far, as its object world is built from."""
+        return ObjectLevel(env.description, tuple(env.action_names), env.n_actions, self.data,
+                           starts, missions)
+
+    def _settings(self) -> ObjectSettings:
+        c = self.config
+        return ObjectSettings(optimism=c.optimism, max_nodes=c.plan_max_nodes,
+                              max_depth=c.plan_max_depth, timeout_s=c.eval_timeout_s,
+                              examples=c.prompt_examples)
 
     def _evaluator(self, env: ObjectEnv, starts: list[dict]) -> AgentEvaluator:
-        c = self.config
-        return AgentEvaluator(self.sandbox, self.data, starts, env.n_actions, env.action_names,
-                              optimism=c.optimism, max_nodes=c.plan_max_nodes,
-                              max_depth=c.plan_max_depth, timeout_s=c.eval_timeout_s,
-                              schema=self._schema(starts))
+        """The evaluator of the level's object world (with the state's schema under the assists)."""
+        return object_evaluator(self._level(env, starts), self.sandbox, self._settings(),
+                                self.config.assists)
 
     def check(self, env: ObjectEnv, starts: list[dict], program: str | None = None) -> ModelCheck:
         """Check a program (default: the current one) on all data and from ``starts``."""
@@ -270,7 +272,12 @@ class WorldCoderAgent:
         The best program found replaces the current one when it scores higher.
         """
         c = self.config
-        evaluator = self._evaluator(env, starts)
+        missions = self._missions_text(mission)
+        if c.assists:
+            missions += self._goal_text(mission, starts[0]["state"])
+        world = make_world("objects", self._level(env, starts, missions), c.assists, None,
+                           sandbox=self.sandbox, settings=self._settings())
+        evaluator = world.evaluator
         rules = self._rules(evaluator)
         if rules is not None and self.data and rules[1].report.get("accepted"):  # no call
             self.program, self.failed_at = rules[0], None
@@ -302,21 +309,9 @@ class WorldCoderAgent:
             search.seed_program(rules[0], rules[1].score, rules[1].buggy, rules[1].feedback)
             if not rules[1].buggy and rules[1].score > current_score:
                 self.program, current_score = rules[0], rules[1].score
-        missions = self._missions_text(mission)
-        if evaluator.schema is not None:
-            missions += self._goal_text(mission, starts[0]["state"])
-        context = PromptContext(env.description, tuple(env.action_names), missions, self.data,
-                                c.prompt_examples)
-        if evaluator.schema is not None:
-            n_states = len(starts) + len(self.data)
-            context.schema = schema_text(evaluator.schema, n_states)
-            context.effects = effects_text(self.data, tuple(env.action_names))
-            context.skeleton = evaluator.skeleton = skeleton_program(evaluator.schema)
-            evaluator.detect_copies = True
-        prompts = AgentPrompts(context)
         reward_only = rules is not None and not any(t["reward"] > 0 for t in self.data)
         if reward_only:  # the data shows no reward yet: the calls write it from the mission
-            prompts = RewardPrompts(context, rules[0])
+            world.prompts = RewardPrompts(world.prompts.context, rules[0])
         run = Run.start(self.run_dir / "rewrites" / f"{index:04d}", "worldcoder",
                         dataclasses.replace(c.rex, sampling=c.sampling), llm=self.llm_name,
                         budget=budget, seed=c.seed + index,
@@ -324,7 +319,7 @@ class WorldCoderAgent:
                                "data": len(self.data), "optimism": c.optimism})
         calls = None if self.progress is None else (
             lambda e: self._report("call", level=env.name, rewrite=index, **e))
-        out = run.execute(World(prompts, evaluator), self.llm, search=search, progress=calls)
+        out = run.execute(world, self.llm, search=search, progress=calls)
         acc = out.accounting
         result.llm_calls += acc.calls
         result.prompt_tokens += acc.prompt_tokens
