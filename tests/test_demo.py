@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import shlex
+import subprocess
 from pathlib import Path
 
 from codeworld.cli import main
@@ -50,6 +52,11 @@ def test_demo_synthesizes_scores_and_plans(tmp_path, capsys):
     split = spec["split"]  # episodes held out, recorded; none of them in training
     assert split["heldout_episodes"] and not set(split["heldout_episodes"]) & set(split["train_episodes"])
     assert spec["status"] == "finished" and spec["budget"] == 2 and spec["mode"] == "sound"
+    # the last line's command works as printed, from where the demo ran (nothing on the PATH
+    # after `make demo`: it names the virtualenv's codeworld)
+    command = printed.rsplit("(inspect with: ", 1)[1].split(")")[0]
+    shown = subprocess.run(shlex.split(command), capture_output=True, text=True, timeout=600)
+    assert shown.returncode == 0 and shown.stdout.startswith(f"{out}: gif-mcts on CartPole-v1")
 
 
 def test_demo_reports_a_synthesis_that_could_not_run(tmp_path, capsys):
