@@ -18,14 +18,27 @@ MODEL = ROOT / "tests" / "models" / "cartpole_functional.py"
 LEGACY_RUN = ROOT / "tests" / "data" / "legacy_runs" / "synthesize-cartpole"
 
 
-def test_a_composed_programs_header_numbers_its_calls_from_one():
-    from codeworld.worlds.cwmb.compose import compose_source
-
-    source = MODEL.read_text()
-    index = {**{str(j): j % 2 for j in range(4)}, "reward": 0, "done": 1}
-    text = compose_source([source, source], [1, 7], index, state_dim=4)
-    assert "from the programs of calls 2, 8:" in text  # the calls `synthesize` printed as 2 and 8
-    assert "# --- the program of call 2\n" in text and "# --- the program of call 8\n" in text
+def test_a_composition_names_its_calls_as_the_command_line_does(tmp_path, capsys):
+    """Two programs right in different components: the closing lines, the composed program's
+    header, `show` and the page all name the same calls."""
+    true_model = MODEL.read_text()
+    last = "    return np.array([x, x_dot, theta, theta_dot]), 1.0, done\n"
+    cart_only = true_model.replace(last, "    return np.array([x, x_dot, state[2], state[3]]), 0.0, False\n")
+    pole_only = true_model.replace(last, "    return np.array([state[0], state[1], theta, theta_dot]), 1.0, done\n")
+    script = tmp_path / "s.json"
+    script.write_text(json.dumps([f"```python\n{p}```\n" for p in (cart_only, pole_only)]))
+    out = tmp_path / "run"
+    assert main(["synthesize", "CartPole-v1", "--llm", f"scripted:{script}", "--budget", "2",
+                 "--out", str(out), "--no-fit", "--no-speed-step",
+                 "--set", "assist.data_model=false"]) == 0  # the calls' programs only
+    assert "composition:   calls 2, 1 -> score 1.0000" in capsys.readouterr().out
+    composed = (out / "best_model.py").read_text()
+    assert "from the programs of calls 2, 1:" in composed
+    assert "# --- the program of call 2\n" in composed and "# --- the program of call 1\n" in composed
+    assert main(["show", str(out)]) == 0
+    assert "(composed from calls 2, 1)" in capsys.readouterr().out
+    page = (out / "report.html").read_text()
+    assert "best program (composed from calls 2, 1)" in page and "composition of calls 2, 1" in page
 
 
 def test_the_page_and_show_call_a_composition_a_composition(tmp_path, capsys):
