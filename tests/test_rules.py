@@ -196,3 +196,39 @@ def test_the_exploration_bonus_sends_the_agent_to_the_object_it_never_tried():
             assert plan is not None and plan["explore"] and plan["actions"] == [2, 3]
         else:  # the model reaches no reward: no plan
             assert plan is None
+
+
+FACING = {0: (1, 0), 1: (0, 1), 2: (-1, 0), 3: (0, -1)}
+
+
+def facing_step(state: dict, action: int) -> dict:
+    """Turn left, turn right, forward: the agent's position is two numbers and a facing."""
+    agent = dict(state["agent"])
+    if action < 2:
+        agent["dir"] = (agent["dir"] + (1 if action else -1)) % 4
+    else:
+        dx, dy = FACING[agent["dir"]]
+        if [agent["x"] + dx, agent["y"] + dy] not in state["walls"]:
+            agent["x"], agent["y"] = agent["x"] + dx, agent["y"] + dy
+    return {**state, "agent": agent}
+
+
+def test_a_position_kept_as_two_numbers_moves_as_one_vector_where_it_faces_unless_a_wall_is_there():
+    walls = [[x, y] for x in range(5) for y in range(5) if x in (0, 4) or y in (0, 4)]
+    rng = random.Random(5)
+    state, data = {"agent": {"x": 1, "y": 1, "dir": 0}, "walls": walls}, []
+    for _ in range(300):
+        action = rng.randrange(3)
+        nxt = facing_step(state, action)
+        data.append({"state": state, "action": action, "next_state": nxt, "reward": 0.0,
+                     "done": False, "mission": "walk"})
+        state = nxt
+    program = rule_program(data)
+    position = "[_get(state, 'agent', 'x'), _get(state, 'agent', 'y')]"
+    assert f"_in(_add({position}, [1, 0]), _get(state, 'walls'))" in program
+    assert "_put_each(new, " in program
+    inner = [{"agent": {"x": x, "y": y, "dir": d}, "walls": walls}
+             for x in range(1, 4) for y in range(1, 4) for d in range(4)]
+    every = [{"state": s, "action": a, "next_state": facing_step(s, a), "reward": 0.0,
+              "done": False, "mission": "walk"} for s in inner for a in range(3)]
+    assert explained(program, every)["correct"] == len(every)

@@ -8,9 +8,10 @@ state that the action ever changed:
   constant (a number or a vector), add another leaf (move by a vector the state holds), and for
   a list: remove, insert or move by a vector the element equal to a leaf (or a leaf plus a
   vector the action moves things by);
-* **the condition** under which each change happens, as a decision list over features computed
-  from the state before the step: a leaf's value, the equality of two leaves, a leaf plus another
-  leaf equal to a third, a leaf (plus a vector the action moves things by) being in a list.
+* **the condition** under which each change happens, as a decision list (of single tests, or
+  pairs of them where no single test is pure) over features computed from the state before the
+  step: a leaf's value, the equality of two leaves, a vector plus another equal to a third, a
+  leaf (plus a vector the action moves things by) being in a list.
 
 The reward and done are learned the same way over the state after the step, once a recorded
 step got reward; before that the program's ``reward`` says no step completes a mission (the
@@ -21,7 +22,9 @@ leaves, changes and features are read off the data.
 
 A leaf is a value reached through dict keys (``agent.x``, ``objects.apple 1.in``); lists stay
 whole: a list of at most 4 numbers is a *vector*, any other list a *collection* (of cells, of
-objects); a key whose value is a dict in some states and not in others is one leaf.
+objects); a key whose value is a dict in some states and not in others is one leaf. Numbers of
+one dict that one action changes (a position kept as ``x`` and ``y``) are also read as one vector
+(a *joint* leaf), so that a move is learned as a vector and blocked by what is in that cell.
 """
 
 from __future__ import annotations
@@ -31,6 +34,8 @@ import json
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Any, Callable
+
+import numpy as np
 
 from codeworld.synthesis.repairs import merge_into_parent
 from codeworld.synthesis.types import Request
@@ -136,8 +141,43 @@ def _path_code(path: Path) -> str:
     return ", ".join(repr(k) for k in path)
 
 
+# the last key of a joint leaf (numbers of one dict read as a vector, such as a position kept as
+# "x" and "y"): a character no key of a JSON state has in practice, then the numbers' keys
+JOINT = "\x00"
+
+
+def _parts(path: Path) -> list[Path] | None:
+    """The paths of a joint leaf's numbers; None for an ordinary leaf."""
+    if not path or not path[-1].startswith(JOINT):
+        return None
+    return [path[:-1] + (key,) for key in path[-1][1:].split(JOINT)]
+
+
 def _get_code(path: Path, name: str = "state") -> str:
+    parts = _parts(path)
+    if parts is not None:
+        return "[" + ", ".join(_get_code(p, name) for p in parts) + "]"
     return f"_get({name}, {_path_code(path)})" if path else name
+
+
+def _joints(befores: list[dict], afters: list[dict], actions: list[int], kinds: dict[Path, str]
+            ) -> list[Path]:
+    """The joint leaves: the numbers of one dict that one action changes (in one step or in
+    different ones), such as a position kept as "x" and "y" that a move forward changes."""
+    changed: dict[tuple[int, Path], set[str]] = defaultdict(set)
+    for before, after, action in zip(befores, afters, actions):
+        for path, value in after.items():
+            if path and kinds.get(path) == "number" and before.get(path) != value:
+                changed[(action, path[:-1])].add(path[-1])
+    groups = {(parent, tuple(sorted(keys))) for (_, parent), keys in changed.items() if len(keys) > 1}
+    return sorted(parent + (JOINT + JOINT.join(keys),) for parent, keys in groups)
+
+
+def _with_joints(leaves: dict[Path, Any], joints: list[Path]) -> dict[Path, Any]:
+    out = dict(leaves)
+    for joint in joints:
+        out[joint] = [leaves.get(p) for p in _parts(joint)]
+    return out
 
 
 def _literal(value: Any) -> str:
@@ -167,6 +207,12 @@ def _put(state, value, *path):
         state = state[key]
     if isinstance(state, dict) and path[-1] in state:
         state[path[-1]] = value
+
+
+def _put_each(state, values, paths):
+    """Set each path of keys to the value in the same place of ``values``."""
+    for value, path in zip(values, paths):
+        _put(state, value, *path)
 
 
 def _add(a, b):
@@ -215,7 +261,6 @@ class Feature:
 
     code: str
     test: Callable[[dict], bool]
-    general: bool  # relational (two leaves) rather than one leaf's value: preferred on ties
 
     def __call__(self, leaves: dict) -> bool:
         try:
@@ -224,17 +269,18 @@ class Feature:
             return False
 
 
-def _value_features(rows: list[dict], kinds: dict[Path, str], name: str) -> list[Feature]:
+def _value_features(rows: list[dict], kinds: dict[Path, str], name: str, vectors: bool
+                    ) -> list[Feature]:
     out = []
     for path, kind in sorted(kinds.items()):
-        if kind == "collection":
+        if kind == "collection" or (kind == "vector" and not vectors):
             continue
         values = {_key(r.get(path)): r.get(path) for r in rows}
         if len(values) < 2 or len(values) > MAX_VALUES:
             continue
         for text, value in sorted(values.items()):
             out.append(Feature(f"{_get_code(path, name)} == {_literal(value)}",
-                               lambda r, p=path, t=text: _key(r.get(p)) == t, False))
+                               lambda r, p=path, t=text: _key(r.get(p)) == t))
     return out
 
 
@@ -242,19 +288,18 @@ def _relational_features(rows: list[dict], kinds: dict[Path, str], name: str,
                          deltas: list[Any]) -> list[Feature]:
     out = []
     paths = sorted(kinds)
-    # numbers that never change in these rows are left out of the relations: a test of one
-    # against a constant is a test of its value (`dir + height == width` says `dir == 0`)
-    related = [p for p in paths if kinds[p] != "number" or len({_key(r.get(p)) for r in rows}) > 1]
+    # numbers are left out of the relations: small numbers match by chance (``x == dir``,
+    # ``dir + height == width``); positions and moves are vectors (a joint leaf for "x" and "y")
+    related = [p for p in paths if kinds[p] != "number"]
     # the equality of two leaves of one kind (lists compared as sets)
     for i, a in enumerate(related):
         for b in related[i + 1:]:
             if kinds[a] != kinds[b]:
                 continue
             out.append(Feature(f"_same({_get_code(a, name)}, {_get_code(b, name)})",
-                               lambda r, a=a, b=b: _canon(r.get(a)) == _canon(r.get(b)),
-                               kinds[a] != "number"))
+                               lambda r, a=a, b=b: _canon(r.get(a)) == _canon(r.get(b))))
     # a leaf plus another leaf equal to a third (numbers, or vectors)
-    numeric = [p for p in related if kinds[p] in ("number", "vector")]
+    numeric = [p for p in related if kinds[p] == "vector"]
     if len(numeric) <= 8:
         for a in numeric:
             for b in numeric:
@@ -262,8 +307,7 @@ def _relational_features(rows: list[dict], kinds: dict[Path, str], name: str,
                     if a <= b and len({a, b, c}) == 3 and kinds[a] == kinds[b] == kinds[c]:
                         out.append(Feature(
                             f"_add({_get_code(a, name)}, {_get_code(b, name)}) == {_get_code(c, name)}",
-                            lambda r, a=a, b=b, c=c: _add(r.get(a), r.get(b)) == r.get(c),
-                            kinds[a] == "vector"))
+                            lambda r, a=a, b=b, c=c: _add(r.get(a), r.get(b)) == r.get(c)))
     # a leaf (plus k times a vector the action moves things by) in a list
     collections = [p for p in paths if kinds[p] == "collection"]
     for c in collections:
@@ -271,7 +315,7 @@ def _relational_features(rows: list[dict], kinds: dict[Path, str], name: str,
             if a == c or kinds[a] == "collection":
                 continue
             out.append(Feature(f"_in({_get_code(a, name)}, {_get_code(c, name)})",
-                               lambda r, a=a, c=c: _in_list(r.get(a), r.get(c)), True))
+                               lambda r, a=a, c=c: _in_list(r.get(a), r.get(c))))
             if kinds[a] not in ("vector", "number"):
                 continue
             for d in deltas:
@@ -281,7 +325,7 @@ def _relational_features(rows: list[dict], kinds: dict[Path, str], name: str,
                         continue
                     out.append(Feature(
                         f"_in(_add({_get_code(a, name)}, {_literal(step)}), {_get_code(c, name)})",
-                        lambda r, a=a, c=c, s=step: _in_list(_add(r.get(a), s), r.get(c)), True))
+                        lambda r, a=a, c=c, s=step: _in_list(_add(r.get(a), s), r.get(c))))
     return out
 
 
@@ -291,15 +335,13 @@ def _fits(kind: str, step: Any) -> bool:
     return (kind == "vector") == isinstance(step, list)
 
 
-def _features(rows: list[dict], kinds: dict[Path, str], name: str, deltas: list[Any]
-              ) -> tuple[list[Feature], list[list[bool]]]:
-    """The informative features of ``rows`` in the order ties are broken: relations of vectors,
-    lists and other values first, then one leaf's value, then relations of numbers (which match
-    by chance more often: ``x == dir``)."""
-    relations = _relational_features(rows, kinds, name, deltas)
-    ordered = ([f for f in relations if f.general] + _value_features(rows, kinds, name)
-               + [f for f in relations if not f.general])
-    return _informative(ordered, rows)
+def _features(rows: list[dict], kinds: dict[Path, str], name: str, deltas: list[Any],
+              vectors: bool = True) -> tuple[list[Feature], list[list[bool]]]:
+    """The informative features of ``rows`` in the order ties are broken: relations first, then
+    one leaf's value (of a vector only with ``vectors``: a move's condition is where the walls
+    are, not where the agent is)."""
+    return _informative(_relational_features(rows, kinds, name, deltas)
+                        + _value_features(rows, kinds, name, vectors), rows)
 
 
 def _in_list(item: Any, items: Any) -> bool:
@@ -326,14 +368,34 @@ def _informative(features: list[Feature], rows: list[dict]) -> tuple[list[Featur
 
 @dataclass(frozen=True)
 class Rule:
-    """One line of a decision list: when ``feature`` is ``polarity``, the label is ``label``."""
+    """One line of a decision list: when every feature has its polarity, the label is ``label``."""
 
-    feature: Feature
-    polarity: bool
+    literals: tuple[tuple[Feature, bool], ...]
     label: int
 
     def condition(self) -> str:
-        return self.feature.code if self.polarity else f"not {self.feature.code}"
+        return " and ".join(f.code if polarity else f"not {f.code}" for f, polarity in self.literals)
+
+    def negated(self) -> str:
+        """The condition's negation, as code."""
+        if len(self.literals) == 1:
+            f, polarity = self.literals[0]
+            return f"not {f.code}" if polarity else f.code
+        return f"not ({self.condition()})"
+
+
+def _pure_best(cover: np.ndarray, y: np.ndarray, n_remaining: int) -> tuple[int, int] | None:
+    """Of the rows of ``cover`` (candidate tests over the remaining rows), the one that takes
+    the most rows, all of one label, but not all rows: (its index, its count); None if none."""
+    counts = cover.sum(axis=1)
+    pure = np.zeros(len(cover), dtype=bool)
+    for label in np.unique(y):
+        pure |= (cover & (y == label)).sum(axis=1) == counts
+    ok = pure & (counts > 0) & (counts < n_remaining)
+    if not ok.any():
+        return None
+    index = int(np.argmax(np.where(ok, counts, -1)))  # the first of the largest
+    return index, int(counts[index])
 
 
 def decision_list(labels: list[int], features: list[Feature], columns: list[list[bool]]
@@ -341,31 +403,42 @@ def decision_list(labels: list[int], features: list[Feature], columns: list[list
     """A decision list that gives each row its label: rules in order, then a default.
 
     Greedy: among the rows no earlier rule took, the literal (a feature or its negation) whose
-    rows all have one label and that takes the most of them; relational features win ties.
-    When no literal is pure, or after `MAX_RULES`, the rest get their most common label.
+    rows all have one label and that takes the most of them (the first in `features`' order on
+    ties); where no literal is pure, the pure conjunction of two literals that takes the most.
+    When none is pure, or after `MAX_RULES`, the rest get their most common label.
     """
-    remaining = list(range(len(labels)))
+    y = np.array(labels)
+    remaining = np.ones(len(labels), dtype=bool)
     rules: list[Rule] = []
-    while remaining and len(rules) < MAX_RULES:
-        if len({labels[i] for i in remaining}) == 1:
+    if features:
+        x = np.array(columns, dtype=bool)
+        literals = np.empty((2 * len(features), len(labels)), dtype=bool)
+        literals[0::2], literals[1::2] = x, ~x  # literal i: feature i // 2, negated for odd i
+
+    def literal(i: int) -> tuple[Feature, bool]:
+        return features[i // 2], i % 2 == 0
+
+    while features and remaining.any() and len(rules) < MAX_RULES:
+        left = y[remaining]
+        if len(np.unique(left)) == 1:
             break
-        best = None
-        for f, column in zip(features, columns):
-            for polarity in (True, False):
-                taken = [i for i in remaining if column[i] == polarity]
-                if not taken or len(taken) == len(remaining):
-                    continue
-                if len({labels[i] for i in taken}) != 1:
-                    continue
-                score = (len(taken), f.general, polarity)
-                if best is None or score > best[0]:
-                    best = (score, Rule(f, polarity, labels[taken[0]]), taken)
-        if best is None:
+        rows = literals[:, remaining]
+        best = _pure_best(rows, left, len(left))
+        chosen: tuple[int, ...] = ()
+        if best is not None:
+            chosen, taken = (best[0],), best[1]
+        else:
+            taken = 0
+            for i in range(len(rows) - 1):
+                pair = _pure_best(rows[i] & rows[i + 1:], left, len(left))
+                if pair is not None and pair[1] > taken and i // 2 != (i + 1 + pair[0]) // 2:
+                    chosen, taken = (i, i + 1 + pair[0]), pair[1]
+        if not chosen:
             break
-        rules.append(best[1])
-        taken = set(best[2])
-        remaining = [i for i in remaining if i not in taken]
-    counts = Counter(labels[i] for i in remaining) if remaining else Counter(labels)
+        mask = np.logical_and.reduce([literals[i] for i in chosen]) & remaining
+        rules.append(Rule(tuple(literal(i) for i in chosen), int(y[mask][0])))
+        remaining &= ~mask
+    counts = Counter(y[remaining].tolist() if remaining.any() else labels)
     default = min(counts, key=lambda label: (-counts[label], label))
     return rules, default
 
@@ -488,16 +561,20 @@ class LeafRule:
     def _statement(self, label: int) -> str:
         if label < 0:
             return "pass"
+        parts = _parts(self.path)
+        if parts is not None:
+            where = ", ".join(f"({_path_code(p)},)" for p in parts)
+            return f"_put_each(new, {self.changes[label].code}, [{where}])"
         return f"_put(new, {self.changes[label].code}, {_path_code(self.path)})"
 
     def code(self, indent: str) -> list[str]:
-        name = ".".join(self.path)
+        parts = _parts(self.path)
+        name = ".".join(self.path) if parts is None else " and ".join(".".join(p) for p in parts)
         lines = [f"{indent}# {name}"]
         if not self.rules:
             return lines + [f"{indent}{self._statement(self.default)}"] if self.default >= 0 else []
         if len(self.rules) == 1 and self.rules[0].label < 0 <= self.default:  # one write: its test
-            flipped = Rule(self.rules[0].feature, not self.rules[0].polarity, self.default)
-            return lines + [f"{indent}if {flipped.condition()}:",
+            return lines + [f"{indent}if {self.rules[0].negated()}:",
                             f"{indent}    {self._statement(self.default)}"]
         for i, rule in enumerate(self.rules):
             lines.append(f"{indent}{'if' if i == 0 else 'elif'} {rule.condition()}:")
@@ -600,15 +677,25 @@ def _deltas(rows: list[tuple[dict, dict]], kinds: dict[Path, str]) -> list[Any]:
     return [found[k] for k in sorted(found)][:4]
 
 
+def _kinds(rows: list[dict]) -> dict[Path, str]:
+    values: dict[Path, list[Any]] = defaultdict(list)
+    for leaves in rows:
+        for path, value in leaves.items():
+            values[path].append(value)
+    return {path: _kind(vs) for path, vs in values.items()}
+
+
 def learn_rules(transitions: list[dict]) -> RuleModel:
     """Learn the rule model of ``transitions`` (see the module docstring)."""
     every = leaves_of([t["state"] for t in transitions] + [t["next_state"] for t in transitions])
     befores, afters = every[:len(transitions)], every[len(transitions):]
-    values: dict[Path, list[Any]] = defaultdict(list)
-    for leaves in befores + afters:
-        for path, value in leaves.items():
-            values[path].append(value)
-    kinds = {path: _kind(vs) for path, vs in values.items()}
+    kinds = _kinds(befores + afters)
+    joints = _joints(befores, afters, [int(t["action"]) for t in transitions], kinds)
+    if joints:
+        befores = [_with_joints(b, joints) for b in befores]
+        afters = [_with_joints(a, joints) for a in afters]
+        kinds = _kinds(befores + afters)
+    joined = {p for joint in joints for p in _parts(joint)}
     by_action: dict[int, list[int]] = defaultdict(list)
     for i, t in enumerate(transitions):
         by_action[int(t["action"])].append(i)
@@ -618,10 +705,13 @@ def learn_rules(transitions: list[dict]) -> RuleModel:
         deltas = _deltas(rows, kinds)
         changed = sorted({p for b, a in rows for p in set(a) | set(b)
                           if _canon(a.get(p)) != _canon(b.get(p))})
+        # a number of a joint leaf is learned with the joint (one write of both numbers)
+        changed = [p for p in changed if p not in joined or not any(
+            j in changed and p in _parts(j) for j in joints)]
         if not changed:
             continue
         before_rows = [b for b, _ in rows]
-        features, columns = _features(before_rows, kinds, "state", deltas)
+        features, columns = _features(before_rows, kinds, "state", deltas, vectors=False)
         leaf_rules = []
         for path in changed:
             pairs = [(b, a.get(path)) for b, a in rows]
