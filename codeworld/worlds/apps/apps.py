@@ -33,6 +33,7 @@ from typing import Any
 
 from codeworld.model import compile_candidate
 from codeworld.sandbox.ops import SandboxTimeout, candidate_error
+from codeworld.synthesis.checks import StaticProblem
 from codeworld.synthesis.types import (FIX, GENERATE, IMPROVE, Evaluator, ProgramEvaluation, Request,
                                        World)
 
@@ -335,7 +336,7 @@ class AppsAssists:
     def data_model(self) -> None:
         return None
 
-    def static_problems(self, source: str) -> list:
+    def static_problems(self, source: str) -> list[StaticProblem]:
         import ast
 
         from codeworld.synthesis.checks import code_problems, unique_problems

@@ -11,12 +11,16 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from codeworld.model_worker import PROGRAM_TIMEOUT_S
 from codeworld.synthesis.types import FIX, GENERATE, IMPROVE, Evaluator, ProgramEvaluation, Request, World
+
+if TYPE_CHECKING:
+    from codeworld.synthesis.checks import StaticProblem
+    from codeworld.synthesis.types import Seed
 
 # The world-model prompts' templates (``generate``, ``improve``, ``fix``, ``zero_shot``, and
 # ``predict`` for the LLM as the world model), beside the code that fills them.
@@ -406,7 +410,7 @@ class CwmbAssists:
             the one labelled `DATA_LABEL`.
     """
 
-    def __init__(self, evaluator: ScorerEvaluator, data: str, seeds: tuple = ()):
+    def __init__(self, evaluator: ScorerEvaluator, data: str, seeds: tuple[Seed, ...] = ()):
         self.evaluator = evaluator
         self.data = data
         self.seeds = seeds
@@ -417,12 +421,12 @@ class CwmbAssists:
     def data_section(self) -> str:
         return self.data
 
-    def data_model(self) -> Any:
+    def data_model(self) -> Seed | None:
         from codeworld.worlds.cwmb.data_model import DATA_LABEL
 
         return next((seed for seed in self.seeds if seed.label == DATA_LABEL), None)
 
-    def static_problems(self, source: str) -> list:
+    def static_problems(self, source: str) -> list[StaticProblem]:
         if not self.evaluator.assist.checks:
             return []
         from codeworld.synthesis.checks import static_problems
