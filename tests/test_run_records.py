@@ -1,6 +1,6 @@
-"""Records that say what happened: a composed program names its calls as the command line does,
-the page does not call a composition a call, the tree's colours mean "better than doing
-nothing", and rare outcomes are reported only where a reward has few values."""
+"""Records that say what happened: the page and `show` do not call a composition a call (the
+composed program's header: tests/test_synthesis_finish.py), the tree's colours mean "better than
+doing nothing", and rare outcomes are reported only where a reward has few values."""
 
 from __future__ import annotations
 
@@ -16,29 +16,6 @@ from codeworld.cli import main
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = ROOT / "tests" / "models" / "cartpole_functional.py"
 LEGACY_RUN = ROOT / "tests" / "data" / "legacy_runs" / "synthesize-cartpole"
-
-
-def test_a_composition_names_its_calls_as_the_command_line_does(tmp_path, capsys):
-    """Two programs right in different components: the closing lines, the composed program's
-    header, `show` and the page all name the same calls."""
-    true_model = MODEL.read_text()
-    last = "    return np.array([x, x_dot, theta, theta_dot]), 1.0, done\n"
-    cart_only = true_model.replace(last, "    return np.array([x, x_dot, state[2], state[3]]), 0.0, False\n")
-    pole_only = true_model.replace(last, "    return np.array([state[0], state[1], theta, theta_dot]), 1.0, done\n")
-    script = tmp_path / "s.json"
-    script.write_text(json.dumps([f"```python\n{p}```\n" for p in (cart_only, pole_only)]))
-    out = tmp_path / "run"
-    assert main(["synthesize", "CartPole-v1", "--llm", f"scripted:{script}", "--budget", "2",
-                 "--out", str(out), "--no-fit", "--no-speed-step",
-                 "--set", "assist.data_model=false"]) == 0  # the calls' programs only
-    assert "composition:   calls 2, 1 -> score 1.0000" in capsys.readouterr().out
-    composed = (out / "best_model.py").read_text()
-    assert "from the programs of calls 2, 1:" in composed
-    assert "# --- the program of call 2\n" in composed and "# --- the program of call 1\n" in composed
-    assert main(["show", str(out)]) == 0
-    assert "(composed from calls 2, 1)" in capsys.readouterr().out
-    page = (out / "report.html").read_text()
-    assert "best program (composed from calls 2, 1)" in page and "composition of calls 2, 1" in page
 
 
 def test_the_page_and_show_call_a_composition_a_composition(tmp_path, capsys):

@@ -123,6 +123,12 @@ def test_a_run_composes_programs_that_are_right_in_different_components(tmp_path
     composed = (out / "best_model.py").read_text()
     assert composed == (out / "composed_model.py").read_text()
     assert "_p0_GRAVITY" in composed and "_p1_GRAVITY" in composed  # the shared names kept apart
+    # its header, show and the page name the calls as the line above does
+    assert "from the programs of calls 2, 1:" in composed and "# --- the program of call 2\n" in composed
+    assert main(["show", str(out)]) == 0
+    assert "(composed from calls 2, 1)" in capsys.readouterr().out
+    page = (out / "report.html").read_text()
+    assert "best program (composed from calls 2, 1)" in page and "composition of calls 2, 1" in page
     # the composed program is an ordinary model: it scores on its own
     assert main(["score", "CartPole-v1", str(out / "best_model.py"), "--json"]) == 0
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["score"] > 0.999
