@@ -244,3 +244,18 @@ def test_a_file_that_is_no_model_is_named(tmp_path, cache, capsys):
     assert main(["train", "CartPole-v1", model]) == 1
     err = capsys.readouterr().err
     assert err.startswith(model) and "no world model found" in err
+
+
+def test_a_policy_trains_from_python_without_the_command_line(tmp_path, cache, sb3):
+    from codeworld.training import ModelFailedError, TrainResult, train_policy
+
+    result = train_policy("CartPole-v1", CARTPOLE, steps=64, num_envs=2, episodes=2, seed=1,
+                          save_policy=tmp_path / "policy.zip")
+    assert isinstance(result, TrainResult) and result.status == "ok" and result.model_steps >= 64
+    assert result.record()["returns_real_env"] == result.returns_real_env and "policy" not in result.record()
+    assert (tmp_path / "policy.zip").is_file() and result.policy.predict(np.zeros(4))[0] in (0, 1)
+    with pytest.raises(ModelFailedError, match="the model failed at training step") as failed:
+        train_policy("CartPole-v1", RAISING_CARTPOLE, steps=2000, num_envs=2, episodes=1)
+    assert failed.value.record["status"] == "exception"
+    with pytest.raises(ValueError, match="sac trains on continuous actions"):
+        train_policy("CartPole-v1", CARTPOLE, algo="sac")
