@@ -1,10 +1,11 @@
 """The oracle's speed: simulator steps per second of the old and the native oracle, per MuJoCo env.
 
-One run measures, for each continuous MuJoCo environment of the CWMB, in the same process:
+One run measures, for each continuous MuJoCo environment of the CWMB, in the same process, the
+rate of steps from the environment's first state with random actions (every variant steps the
+same states, since a step's cost depends on the contacts it meets):
 
-* ``mujoco``: MuJoCo's own stepping speed, the bound: ``mj_step`` on one ``MjData``, sequences
-  of 100 env steps (``frame_skip`` substeps per call) from the env's first state, as a plan's
-  sequences run, no reward;
+* ``mujoco``: MuJoCo's own stepping speed, the bound: ``mj_setState`` and ``mj_step``
+  (``frame_skip`` substeps) on one ``MjData``, no reward;
 * ``batch``: ``mujoco.batch`` stepping 1,000 copies on the oracle's threads, no reward;
 * ``old``: the oracle as it was, one copy at a time (restore the state, the env's ``step``, save
   it), on batches of 1,000 states as CEM asks for them (`OracleModel(native=False)`);
@@ -83,11 +84,11 @@ def measure(env_id: str, threads: int, seconds: float, plan_budget_s: float) -> 
     spec_state = mujoco.mjtState.mjSTATE_INTEGRATION
     first = np.empty(mujoco.mj_stateSize(model, spec_state))
     mujoco.mj_getState(model, sim.data, first, spec_state)
-    controls = rng.uniform(low, high, size=(100, spec.action_dim))
+    controls = rng.uniform(low, high, size=(256, spec.action_dim))
 
-    def raw() -> int:  # one sequence of 100 env steps from the first state, as a plan's are
-        mujoco.mj_setState(model, data, first, spec_state)
+    def raw() -> int:  # one env step from the first state per control, as the oracles below
         for u in controls:
+            mujoco.mj_setState(model, data, first, spec_state)
             data.ctrl[:] = u
             mujoco.mj_step(model, data, nstep=frame_skip)
         return len(controls)
@@ -103,6 +104,7 @@ def measure(env_id: str, threads: int, seconds: float, plan_budget_s: float) -> 
     ctrl = batch.bind("ctrl")
 
     def batched() -> int:
+        batch.state[:] = start[: oracle._native.nstate]
         ctrl[:] = rng.uniform(low, high, size=ctrl.shape)
         batch.step(nstep=frame_skip)
         return BATCH
