@@ -450,7 +450,7 @@ def decision_list(labels: list[int], features: list[Feature], columns: list[list
 class Change:
     """How one leaf's new value is made from the state before: its code and its value here."""
 
-    code: str  # an expression over ``state`` (None for "keep": nothing is written)
+    code: str  # an expression over ``state`` ("" for "keep": nothing is written)
     compute: Callable[[dict], Any]
     rank: int  # simpler changes first on ties
 
