@@ -748,16 +748,6 @@ def rule_program(transitions: list[dict]) -> str:
     return learn_rules(transitions).program()
 
 
-def transition_part(program: str) -> str:
-    """A program without its ``reward`` function (the helpers and ``transition``)."""
-    tree = ast.parse(program)
-    lines = program.splitlines(keepends=True)
-    for node in tree.body:
-        if isinstance(node, ast.FunctionDef) and node.name == "reward":
-            return "".join(lines[:node.lineno - 1] + lines[node.end_lineno:]).rstrip("\n") + "\n"
-    return program
-
-
 def with_reward(base: str, answer: str) -> str | None:
     """``base`` with its ``reward`` (and any helper the answer defines) taken from ``answer``;
     an answer's own ``transition`` is ignored. None when the answer does not parse or defines
@@ -810,7 +800,8 @@ class RewardPrompts:
                        f"{request.feedback or '(no details)'}")
         return render_agent("reward", description=c.description, actions=actions,
                             missions=c.missions, schema=c.schema or "(see the transition below)",
-                            transition=transition_part(self.base).rstrip(), current=current)
+                            transition=_function(self.base, "transition").rstrip(),
+                            current=current)
 
     def program(self, request: Request, completion_text: str) -> str | None:
         from codeworld.llm import extract_code
