@@ -49,6 +49,7 @@ _EXPORTS = {
     "Sandbox": "codeworld.sandbox",
     "SandboxLimits": "codeworld.sandbox",
     "SandboxResult": "codeworld.sandbox",
+    "Registry": "codeworld.registry",
     "SpeedReport": "codeworld.speed",
     "speed_step": "codeworld.speed",
     "Scorer": "codeworld.scoring",
@@ -94,6 +95,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names load lazi
     from codeworld.model import ModelSourceError, ModelSourceInfo, check_model_source
     from codeworld.planning import CemConfig, MctsConfig, PlanEvaluation, evaluate
     from codeworld.model_worker import ModelWorker, Prediction
+    from codeworld.registry import Registry
     from codeworld.sandbox import Sandbox, SandboxLimits, SandboxResult
     from codeworld.scoring import Scorer, ScoreReport, score_model
     from codeworld.speed import SpeedReport, speed_step

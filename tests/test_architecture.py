@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -283,3 +284,101 @@ def test_the_registry_check_sees_a_second_registry_body(tmp_path):
         "def register_family(name):\n    FAMILIES.update({name: 2})\n")
     assert registry_bodies(package) == ["codeworld.planners:3 PLANNERS[...] =", "codeworld.planners:5 difflib",
                                         "codeworld.tables:9 FAMILIES.update(...)"]
+
+
+# --- A public surface a user can hold in mind (issue 39, part 4) ------------------------------------
+# Unlike the checks above these import the package (a name's docstring is read as the API page
+# reads it, with griffe, from the docs extra). The public names are every package's `__all__`
+# and the facade's own names (`codeworld.__all__` less the sub-packages' re-exported names);
+# docs/api.md renders each one: in its package's ``::: PACKAGE`` block's members, or (a name its
+# package's module of the same name hides from griffe) a block of its own at its defining path.
+
+API_PAGE = REPO / "docs" / "api.md"
+PUBLIC_NAMES_AT_MOST = 100
+# Packages with no public Python names: the command line, documented on docs/cli.md.
+NOT_PUBLIC_PACKAGES = {COMMANDS}
+
+
+def _packages() -> list[str]:
+    return sorted(name for name, path in _modules().items()
+                  if path.name == "__init__.py" and name != PACKAGE and name not in NOT_PUBLIC_PACKAGES
+                  and not name.startswith(COMMANDS + "."))
+
+
+def api_page_blocks(text: str) -> dict[str, list[str] | None]:
+    """``::: TARGET`` -> its ``members: [...]`` list (None when it has none) on an API page."""
+    blocks: dict[str, list[str] | None] = {}
+    for match in re.finditer(r"^::: ([\w.]+)\n((?:[ \t]+.*\n?)*)", text, re.M):
+        members = re.search(r"members:\s*\[([^\]]*)\]", match.group(2))
+        blocks[match.group(1)] = re.findall(r"\w+", members.group(1)) if members else None
+    return blocks
+
+
+def _defining_path(value) -> str | None:
+    if isinstance(value, type) or (callable(value) and hasattr(value, "__qualname__")):
+        return f"{value.__module__}.{value.__qualname__}"
+    return None
+
+
+def public_surface() -> dict[str, object]:
+    """``PACKAGE.name`` -> the object, for every public name."""
+    import importlib
+
+    surface: dict[str, object] = {}
+    for package in _packages():
+        module = importlib.import_module(package)
+        assert hasattr(module, "__all__"), f"{package} has no __all__"
+        for name in module.__all__:
+            assert hasattr(module, name), f"{package}.__all__ names {name}, which it lacks"
+            surface[f"{package}.{name}"] = getattr(module, name)
+    facade = importlib.import_module(PACKAGE)
+    exported = {id(value) for value in surface.values()}
+    for name in facade.__all__:
+        value = getattr(facade, name)
+        if not name.startswith("__") and id(value) not in exported:
+            surface[f"{PACKAGE}.{name}"] = value
+    return surface
+
+
+def missing_from_page(surface: dict[str, object], blocks: dict[str, list[str] | None]) -> list[str]:
+    """The public names the page's blocks do not render, then the names they list beyond them."""
+    missing = []
+    for path, value in surface.items():
+        package, name = path.rsplit(".", 1)
+        if name not in (blocks.get(package) or []) and _defining_path(value) not in blocks:
+            missing.append(path)
+    extra = [f"{target}.{name}" for target, members in blocks.items() for name in members or []
+             if f"{target}.{name}" not in surface]
+    return missing + extra
+
+
+def test_every_public_name_exists_and_is_on_the_api_page():
+    assert missing_from_page(public_surface(), api_page_blocks(API_PAGE.read_text(encoding="utf-8"))) == []
+
+
+def test_every_public_name_has_a_docstring():
+    griffe = pytest.importorskip("griffe", reason="griffe comes with mkdocstrings, in the docs and dev extras")
+    loaded = griffe.load(PACKAGE, search_paths=[str(REPO)], docstring_parser="google")
+    undocumented = []
+    for path, value in public_surface().items():
+        target = _defining_path(value) or path
+        found = loaded[target.removeprefix(PACKAGE + ".")]
+        if not (found.docstring and found.docstring.value.strip()):
+            undocumented.append(target)
+    assert undocumented == []
+
+
+def test_the_public_names_are_few():
+    names = {path.rsplit(".", 1)[1] for path in public_surface()}
+    assert len(names) <= PUBLIC_NAMES_AT_MOST, sorted(names)
+
+
+def test_the_api_page_check_sees_a_missing_and_an_extra_name():
+    class Documented:
+        """Here."""
+
+    surface = {"codeworld.envs.make_env": Documented, "codeworld.envs.EnvSpec": Documented,
+               "codeworld.planning.evaluate": test_the_public_names_are_few}
+    page = ("::: codeworld.envs\n    options:\n      members: [make_env,\n                gone]\n\n"
+            f"::: {__name__}.test_the_public_names_are_few\n")
+    assert missing_from_page(surface, api_page_blocks(page)) == ["codeworld.envs.EnvSpec", "codeworld.envs.gone"]

@@ -48,6 +48,12 @@ def test_the_site_builds_strictly(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     api = (tmp_path / "site" / "api" / "index.html").read_text(encoding="utf-8")
     assert 'id="codeworld.scoring.Scorer"' in api and 'id="codeworld.synthesis.synthesize"' in api
+    # every name docs/api.md lists is rendered (test_architecture: the list is every public name)
+    page = (ROOT / "docs" / "api.md").read_text(encoding="utf-8")
+    for target, options in re.findall(r"^::: ([\w.]+)\n((?:[ \t]+.*\n?)*)", page, re.M):
+        listed = re.search(r"members:\s*\[([^\]]*)\]", options)
+        for anchor in [f"{target}.{name}" for name in re.findall(r"\w+", listed.group(1))] if listed else [target]:
+            assert f'id="{anchor}"' in api, anchor
     for readme in (ROOT / "benchmarks" / "results").glob("*/README.md"):  # included whole
         page = tmp_path / "site" / "results" / readme.parent.name / "index.html"
         last_row = [line for line in readme.read_text(encoding="utf-8").splitlines()

@@ -2,6 +2,7 @@
 encoding, descriptions and replay buffers."""
 
 from codeworld.envs import datasets, derive
+from codeworld.envs.buffers import ReplayBuffer, load_buffer
 from codeworld.envs.derive import UnsupportedSpaceError, env_spec, register_env
 from codeworld.envs.registry import (
     EnvSpec,
@@ -21,17 +22,17 @@ from codeworld.envs.registry import (
 add_resolver(datasets.resolve_spec)
 add_resolver(derive.resolve_spec)
 
+# The public names: each one documented on docs/api.md (tests/test_architecture.py checks). The
+# other names imported above stay importable here for the package's own modules.
 __all__ = [
     "EnvSpec",
     "UnknownEnvError",
-    "UnsupportedSpaceError",
+    "ReplayBuffer",
     "encode_obs",
     "env_spec",
     "get_spec",
     "list_envs",
+    "load_buffer",
     "make_env",
     "register_env",
-    "register_spec",
-    "resolve_env",
-    "step_from_obs",
 ]

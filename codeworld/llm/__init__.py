@@ -25,24 +25,15 @@ from codeworld.llm.types import (
     TransientLLMError,
 )
 
+# The public names: each one documented on docs/api.md (tests/test_architecture.py checks). The
+# other names imported above stay importable here for the package's own modules.
 __all__ = [
-    "BackendNotInstalledError",
-    "CodeExtractionError",
     "Completion",
     "LLMClient",
     "LLMConfig",
     "LLMError",
-    "LLMUnavailableError",
-    "RawCompletion",
-    "RetryPolicy",
     "Sampling",
-    "TransientLLMError",
-    "add_llm_arguments",
     "extract_code",
-    "extract_program",
-    "format_value",
-    "llm_from_args",
     "make_llm",
     "register_backend",
-    "render",
 ]

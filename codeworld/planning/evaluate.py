@@ -372,7 +372,7 @@ POLICIES = ("random", "oracle", "model")
 UNLIMITED_ENV_MAX_STEPS = 100
 
 
-def evaluate(env: EnvSpec | str, source: str | None = None, config=None, *, episodes: int = 10, seed: int = 0,
+def evaluate(env: EnvSpec | str, source: str | None = None, config: Any = None, *, episodes: int = 10, seed: int = 0,
              max_steps: int | None = None, policies: tuple[str, ...] = POLICIES, use_cache: bool = True,
              decision_timeout_s: float = DEFAULT_DECISION_TIMEOUT_S, compile: bool = True,
              progress: Progress | None = None, protocol: str | Protocol | None = None) -> PlanEvaluation:

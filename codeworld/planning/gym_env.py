@@ -31,6 +31,7 @@ from codeworld.sandbox.ops import OpFailure
 
 if TYPE_CHECKING:
     from codeworld.envs import EnvSpec
+    from codeworld.sandbox import SandboxLimits
 
 # Seeded resets of the real environment drawn from by `reset` and autoreset (see `StartStates`).
 DEFAULT_START_POOL = 1024
@@ -213,7 +214,7 @@ class CodeWorldEnv(gym.Env):
     metadata = {"render_modes": []}
 
     def __init__(self, env: EnvSpec | str, source: str, *, compile: bool = True,
-                 max_episode_steps: int | None = None, limits=None):
+                 max_episode_steps: int | None = None, limits: SandboxLimits | None = None):
         from codeworld.envs import resolve_env
 
         self._backend = _ModelBackend(resolve_env(env), source, compile, limits)
@@ -437,7 +438,7 @@ class CodeWorldVectorEnv(VectorEnv):
     """
 
     def __init__(self, env: EnvSpec | str, source: str, num_envs: int, *, compile: bool = True,
-                 max_episode_steps: int | None = None, limits=None,
+                 max_episode_steps: int | None = None, limits: SandboxLimits | None = None,
                  autoreset_mode: AutoresetMode = AutoresetMode.NEXT_STEP,
                  start_pool: int = DEFAULT_START_POOL, encoded_spaces: bool = False):
         from codeworld.envs import resolve_env

@@ -12,10 +12,9 @@ from codeworld.sandbox._runner import (REQUEST_TIMEOUT_S, STARTUP_TIMEOUT_S, STA
                                        SandboxError, SandboxLimits, SandboxResult)
 from codeworld.sandbox.ops import OpFailure
 
+# The public names: each one documented on docs/api.md (tests/test_architecture.py checks). The
+# other names imported above stay importable here for the package's own modules.
 __all__ = [
-    "REQUEST_TIMEOUT_S",
-    "STARTUP_TIMEOUT_S",
-    "STATUSES",
     "OpFailure",
     "Sandbox",
     "SandboxError",

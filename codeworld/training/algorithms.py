@@ -38,6 +38,8 @@ ALGORITHMS: Registry[Algorithm] = Registry("algorithm", {a.name: a for a in (
     Algorithm("dqn", "DQN", discrete=True, continuous=False),
     Algorithm("sac", "SAC", discrete=False, continuous=True),
 )})
+"""The algorithms `train_policy` offers, by name (``ppo``, ``dqn``, ``sac``): stable-baselines3's
+classes of the same names, each for the action spaces it handles."""
 
 
 def algorithm_kwargs(given: Mapping[str, Any], algo: Algorithm, n_envs: int, steps: int) -> dict[str, Any]:
