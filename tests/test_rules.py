@@ -232,3 +232,20 @@ def test_a_position_kept_as_two_numbers_moves_as_one_vector_where_it_faces_unles
     every = [{"state": s, "action": a, "next_state": facing_step(s, a), "reward": 0.0,
               "done": False, "mission": "walk"} for s in inner for a in range(3)]
     assert explained(program, every)["correct"] == len(every)
+
+
+def test_an_answer_gives_only_the_reward_the_rule_models_transition_and_helpers_stay():
+    from codeworld.worlds.objects.rules import HELPERS, with_reward
+
+    base = rule_program(walk(60, seed=6))
+    answer = ("def _get(state, key):\n    return 'mine'\n\n\n"
+              "def transition(state, action):\n    return state\n\n\n"
+              "def _done(s):\n    return s['carrying']\n\n\n" + REWARD.replace(
+                  'next_state["carrying"]', "_done(next_state)"))
+    merged = with_reward(base, answer)
+    assert merged.split("def reward")[0].count("def transition") == 1
+    assert HELPERS in merged  # the helpers and the transition as they were
+    assert base[base.index("def transition"):base.index("def reward")].strip() in merged
+    assert "def _done(s):" in merged and "_done(next_state) and" in merged
+    assert "mine" not in merged
+    assert with_reward(base, "x = 1\n") is None  # no reward: nothing to put in

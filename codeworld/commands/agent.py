@@ -44,6 +44,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--no-transfer", action="store_true", help="start every level from nothing")
     parser.add_argument("--no-assists", action="store_true",
                         help="rewrites without the schema, data section, skeleton, checks and repairs")
+    parser.add_argument("--no-rule-model", action="store_true",
+                        help="the LLM writes every program (no rule model learned from the data)")
+    parser.add_argument("--no-explore-unseen", action="store_true",
+                        help="explore at random where the model reaches no reward")
     for flag, (name, kind, text) in _NUMBERS.items():
         parser.add_argument(flag, type=kind, default=None,
                             help=f"{text} (default {getattr(defaults, name):g})")
@@ -75,7 +79,8 @@ def run(args: argparse.Namespace) -> int:
         given = {name: getattr(args, flag[2:].replace("-", "_")) for flag, (name, _, _) in _NUMBERS.items()}
         given["seed"] = args.seed
         config = replace(AgentConfig(optimism=not args.no_optimism, transfer=not args.no_transfer,
-                                     assists=not args.no_assists),
+                                     assists=not args.no_assists, rule_model=not args.no_rule_model,
+                                     explore_unseen=not args.no_explore_unseen),
                          **{k: v for k, v in given.items() if v is not None})
         llm = llm_from_args(args, run_dir=str(out))
         try:  # the agent has no resume: its folder is a new or empty one, never the user's

@@ -748,9 +748,12 @@ def rule_program(transitions: list[dict]) -> str:
     return learn_rules(transitions).program()
 
 
+_HELPER_NAMES = {n.name for n in ast.parse(HELPERS).body if isinstance(n, ast.FunctionDef)}
+
+
 def with_reward(base: str, answer: str) -> str | None:
     """``base`` with its ``reward`` (and any helper the answer defines) taken from ``answer``;
-    an answer's own ``transition`` is ignored. None when the answer does not parse or defines
+    an answer's own ``transition``, and its versions of the rule model's helpers, are ignored. None when the answer does not parse or defines
     no ``reward``."""
     try:
         tree = ast.parse(answer)
@@ -760,8 +763,8 @@ def with_reward(base: str, answer: str) -> str | None:
         return None
     lines = answer.splitlines(keepends=True)
     kept = []
-    for node in tree.body:
-        if isinstance(node, ast.FunctionDef) and node.name == "transition":
+    for node in tree.body:  # the transition and the rule model's helpers stay the base's
+        if isinstance(node, ast.FunctionDef) and node.name in _HELPER_NAMES | {"transition"}:
             continue
         first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
         kept.append("".join(lines[first - 1:node.end_lineno]).rstrip("\n") + "\n")
