@@ -84,6 +84,17 @@ def test_a_count_or_duration_below_its_range_is_refused_before_any_work(argv, sa
     assert not (tmp_path / "runs").exists()  # no run directory was made
 
 
+@pytest.mark.parametrize("argv", [["check"], ["score", "CartPole-v1"], ["fit", "CartPole-v1"],
+                                  ["plan", "CartPole-v1"], ["train", "CartPole-v1"]])
+def test_a_model_with_a_syntax_error_gets_one_line_naming_the_command_and_the_line(argv, tmp_path,
+                                                                                   capsys):
+    broken = tmp_path / "broken.py"
+    broken.write_text("def step(state, action)\n    return state\n")
+    assert main([*argv, str(broken)]) != 0
+    err = capsys.readouterr().err
+    assert one_line(err, f"codeworld {argv[0]}: {broken}: line 1: syntax error"), err
+
+
 # ------------------------------------------------------------------ outputs
 
 

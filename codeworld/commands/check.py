@@ -36,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         form = check_model_source(source)
     except ModelSourceError as exc:
-        print(f"{args.model}: {exc}", file=sys.stderr)
+        print(f"codeworld check: {args.model}: {exc}", file=sys.stderr)
         return 1
     record: dict = {"model": args.model, "form": form.form}
     discrete = args.continuous is None

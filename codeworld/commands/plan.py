@@ -112,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
             source = read_model_file(args.model)
             check_model_source(source)
         except ModelSourceError as exc:  # a ValueError too: before the file-reading case
-            print(f"{args.model}: {exc}", file=sys.stderr)
+            print(f"codeworld plan: {args.model}: {exc}", file=sys.stderr)
             return EXIT_MODEL_FAILED
         except ValueError as exc:
             print(f"codeworld plan: {exc}", file=sys.stderr)

@@ -92,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
                               compile=not args.no_compile, model_name=str(args.model),
                               save_policy=args.save_policy)
     except ModelSourceError as exc:
-        print(f"{args.model}: {exc}", file=sys.stderr)
+        print(f"codeworld train: {args.model}: {exc}", file=sys.stderr)
         return EXIT_MODEL_FAILED
     except ModelFailedError as exc:
         _write(exc.record, args.out)  # the model's failure is the error to show
