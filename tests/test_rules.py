@@ -249,3 +249,24 @@ def test_an_answer_gives_only_the_reward_the_rule_models_transition_and_helpers_
     assert "def _done(s):" in merged and "_done(next_state) and" in merged
     assert "mine" not in merged
     assert with_reward(base, "x = 1\n") is None  # no reward: nothing to put in
+
+
+def test_a_move_by_a_vector_the_state_holds_and_a_copy_of_another_leaf():
+    rng = random.Random(7)
+    data = []
+    for _ in range(40):
+        state = {"pos": [rng.randrange(9), rng.randrange(9)],
+                 "vel": [rng.choice([-1, 0, 1]), rng.choice([-1, 0, 1])],
+                 "mark": rng.choice(["a", "b", "c"]), "seen": None}
+        for action in (0, 1):
+            nxt = dict(state)
+            if action == 0:
+                nxt["pos"] = [state["pos"][0] + state["vel"][0], state["pos"][1] + state["vel"][1]]
+            else:
+                nxt["seen"] = state["mark"]
+            data.append({"state": state, "action": action, "next_state": nxt, "reward": 0.0,
+                         "done": False, "mission": "drift"})
+    program = rule_program(data[:60])
+    assert "_put(new, _add(_get(state, 'pos'), _get(state, 'vel')), 'pos')" in program
+    assert "_put(new, _get(state, 'mark'), 'seen')" in program
+    assert explained(program, data[60:])["correct"] == 20
