@@ -39,6 +39,7 @@ PUBLIC_ENTRY_POINTS = {
     "planning/evaluate.py": {"evaluate"},
     "planning/oracle.py": {"OracleModel.__init__"},
     "planning/gym_env.py": {"CodeWorldEnv.__init__", "CodeWorldVectorEnv.__init__"},
+    "training/train.py": {"train_policy"},
 }
 
 
