@@ -50,7 +50,9 @@ class MujocoBatchStep:
 
     ``mujoco.batch.Batch`` keeps one integration state row per copy and steps the rows in C on
     `threads` threads; each step repeats the action for the environment's ``frame_skip``
-    substeps, as ``do_simulation`` does, and the reward and termination come from the task
+    substeps, as ``do_simulation`` does (the action written to ``ctrl`` as float32, as the env
+    gets it, and clamped to the actuators' ranges by MuJoCo itself, as in the env; CEM's samples
+    are already clipped to the action box), and the reward and termination come from the task
     (`codeworld.envs.mujoco_tasks`), vectorised. A planner state is the ``mjSTATE_INTEGRATION``
     vector followed by the task's carry. States, rewards and terminations equal the environment's
     own ``step`` (tests/test_native_oracle.py).
