@@ -267,6 +267,7 @@ def _store(digest: str, answer: Expression | None) -> None:
 def _regress(x: np.ndarray, names: tuple[str, ...], y: np.ndarray, *, atol: float, rtol: float,
              budget: float, seed: int, base: int | None, groups, baseline,
              config: RegressionConfig) -> Expression | None:
+    """One search (`regress_component` without the remembered answers)."""
     started = time.perf_counter()
     finite = np.isfinite(x).all(axis=1) & np.isfinite(y)
     held = heldout_rows(np.zeros(len(y)) if groups is None else groups, config.heldout_fraction)
