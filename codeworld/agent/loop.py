@@ -37,7 +37,8 @@ from codeworld.synthesis.run_dir import write_atomic
 from codeworld.synthesis.types import ProgramEvaluation
 from codeworld.worlds.objects.evaluate import AgentEvaluator, ModelCheck
 from codeworld.worlds.objects.ops import op_evaluate, op_plan
-from codeworld.worlds.objects.rules import RewardPrompts, rule_program, with_reward
+from codeworld.worlds.objects.rules import (RewardPrompts, rule_program, with_reward,
+                                            written_reward)
 from codeworld.worlds.objects.states import (mission_parts, normalize_state, state_key,
                                              with_current_schema)
 from codeworld.worlds.objects.world import ObjectLevel, ObjectSettings, object_evaluator
@@ -291,6 +292,9 @@ class WorldCoderAgent:
                          best=rules[1].score, run_dir=None)
             return True
         budget = min(c.rewrite_calls, c.max_llm_calls - result.llm_calls)
+        reward_only = rules is not None and not any(t["reward"] > 0 for t in self.data)
+        if reward_only and written_reward(rules[0]):  # the data cannot yet tell it right from
+            budget = min(budget, 1)                   # wrong: one more answer, not a search
         if budget <= 0:
             if rules is not None and not rules[1].buggy:
                 self._adopt(rules, evaluator)
@@ -309,7 +313,6 @@ class WorldCoderAgent:
             search.seed_program(rules[0], rules[1].score, rules[1].buggy, rules[1].feedback)
             if not rules[1].buggy and rules[1].score > current_score:
                 self.program, current_score = rules[0], rules[1].score
-        reward_only = rules is not None and not any(t["reward"] > 0 for t in self.data)
         if reward_only:  # the data shows no reward yet: the calls write it from the mission
             world.prompts = RewardPrompts(world.prompts.context, rules[0])
         run = Run.start(self.run_dir / "rewrites" / f"{index:04d}", "worldcoder",

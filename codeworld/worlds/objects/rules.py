@@ -186,6 +186,16 @@ def _literal(value: Any) -> str:
 
 # --------------------------------------------------------------- the generated program's helpers
 
+# the first line of the rule model's ``reward`` before any step got reward
+NO_REWARD_YET = "    # no recorded step has completed a mission yet\n"
+
+
+def written_reward(program: str) -> bool:
+    """Whether a program's ``reward`` is not the rule model's one of before any success (the LLM
+    wrote it)."""
+    return f"def reward(state, action, next_state, mission):\n{NO_REWARD_YET}" not in program
+
+
 HELPERS = '''\
 import copy
 
@@ -645,7 +655,7 @@ class RuleModel:
     def reward_code(self) -> str:
         lines = ["def reward(state, action, next_state, mission):"]
         if not self.reward_changes:
-            lines += ["    # no recorded step has completed a mission yet",
+            lines += [NO_REWARD_YET.rstrip("\n"),
                       "    return 0.0, False"]
             return "\n".join(lines) + "\n"
 
