@@ -41,6 +41,8 @@ def test_earlier_runs_read_into_the_fields_their_writers_meant():
     assert synthesized.status is RunStatus.FINISHED and synthesized.budget == 2
     assert synthesized.mode == "sound" and synthesized.buffer is None and synthesized.timeout_s == 60.0
     assert synthesized.finish == {"fit_constants": False, "speed_step": False} and not synthesized.extra
+    assert (synthesized.world, synthesized.world_kind, synthesized.world_target) == \
+        (None, "cwmb", "CartPole-v1")  # saved before kinds were recorded: a CWMB run
     assert RunSpec.from_json(legacy("demo")).codeworld_version is None  # the demo wrote none
     job = RunSpec.from_json(legacy("cwmb_job"))
     assert job.variant == "gif-mcts/no-fix" and job.config["ucb_c"] == 0.2 and job.job["budget"] == 2
@@ -89,12 +91,15 @@ def test_synthesize_writes_the_keys_it_wrote_before(tmp_path):
                  "--out", str(out), "--no-fit", "--no-speed-step", "--quiet"]) == 0
     data = json.loads((out / "run.json").read_text())
     before = legacy("synthesize")
-    assert [k for k in data if k != "split"] == list(before)  # and the held-out split, added since
+    # and the held-out split and the world's kind and target, added since
+    assert [k for k in data if k not in ("split", "world", "target")] == list(before)
+    assert (data["world"], data["target"]) == ("cwmb", "CartPole-v1")
     assert data["split"]["n_heldout"] > 0 and data["split"]["seed"] == 0
     for added_since in ("relations", "structure", "form_from_data", "copies", "beyond_data",
-                        "compact_tables", "reward_from_old", "angles", "data_model"):
+                        "compact_tables", "reward_from_old", "angles", "data_model", "regression"):
         assert data["config"]["assist"].pop(added_since) is True
     assert data["config"]["assist"].pop("beyond_steps") is None  # the planner's lookahead
+    assert data["config"]["assist"].pop("regression_seconds") == 10.0  # the regression's cap
     assert data["config"].pop("stall_limit") == 2  # GIF-MCTS's stall limit, added since
     assert {k: data[k] for k in ("method", "env_id", "seed", "mode", "buffer", "timeout_s",
                                  "config", "status")} \

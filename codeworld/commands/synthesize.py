@@ -1,4 +1,5 @@
-"""``codeworld synthesize ENV``: write a code world model with GIF-MCTS, WorldCoder (REx) or zero-shot.
+"""``codeworld synthesize [--world KIND] TARGET``: write a program for a world (a CWMB env by
+default, an object level, an APPS problem) with GIF-MCTS, WorldCoder (REx) or zero-shot.
 
 The run directory holds everything (see `codeworld.synthesis.run_dir`); it is saved after every
 LLM call, ``--resume`` continues an interrupted run without repeating calls, and rerunning a
@@ -13,7 +14,7 @@ import sys
 from pathlib import Path
 
 from codeworld.commands.runs import add_run_arguments, add_world_arguments
-from codeworld.envs.arguments import ENV_HELP, add_env_arguments
+from codeworld.envs.arguments import ENV_HELP, add_env_arguments, env_from_args
 
 DEFAULT_BUDGET = 10
 
@@ -21,29 +22,29 @@ DEFAULT_BUDGET = 10
 def register(subparsers: argparse._SubParsersAction) -> None:
     from codeworld.llm import add_llm_arguments
     from codeworld.synthesis import METHODS
+    from codeworld.worlds import world_kinds
 
     parser = subparsers.add_parser(
-        "synthesize", help="synthesize a code world model for an environment with an LLM",
+        "synthesize", help="synthesize a code world model for an environment (or a world) with an LLM",
         description="Search for a world-model program with an LLM, scored on the env's replay "
-                    "buffer; writes a resumable run directory.")
-    parser.add_argument("env", nargs="?", default=None, help=ENV_HELP + " (optional with --resume)")
+                    "buffer (or the world's data); writes a resumable run directory.")
+    parser.add_argument("env", nargs="?", default=None, metavar="TARGET", help=f"{ENV_HELP}; with "
+                        "--world objects, a level (FAMILY:LEVEL: random episodes are the data); with "
+                        "--world apps, an APPS problem's folder or file (optional with --resume)")
+    parser.add_argument("--world", default=None, metavar="KIND", help="the kind of world: "
+                        f"{', '.join(world_kinds())} (default cwmb; on --resume, the run's)")
     add_env_arguments(parser)
     parser.add_argument("--method", default="gif-mcts", choices=sorted(METHODS),
                         help="search method (default gif-mcts)")
-    add_run_arguments(parser, budget=DEFAULT_BUDGET, out="runs/ENV-METHOD-seedS-TIME",
-                      resumable=True)
+    add_run_arguments(parser, budget=DEFAULT_BUDGET, out="runs/TARGET-METHOD-seedS-TIME", resumable=True)
     add_world_arguments(parser)
     add_llm_arguments(parser, continues_runs=True)
     parser.set_defaults(func=run)
 
 
 def run_from_args(args: argparse.Namespace):
-    """The `Run` the arguments name: a new one, or the one in ``--out`` with ``--resume``.
-
-    Raises:
-        ValueError, KeyError, TypeError: with a message for the user.
-    """
-    from codeworld.envs.arguments import env_from_args
+    """The `Run` the arguments name (a new one, or the one in ``--out`` with ``--resume``) and its
+    world's factory (`codeworld.worlds.world_factory`); ValueError, KeyError, TypeError: for the user."""
     from codeworld.envs.derive import safe_name
     from codeworld.llm.arguments import default_llm_spec
     from codeworld.llm.backends import resolve
@@ -51,6 +52,7 @@ def run_from_args(args: argparse.Namespace):
     from codeworld.synthesis import get_method
     from codeworld.synthesis.config import FinishConfig
     from codeworld.synthesis.run import Run
+    from codeworld.worlds import world_factory
 
     overrides = parse_overrides(args.set)
     if args.parallel is not None:
@@ -68,28 +70,42 @@ def run_from_args(args: argparse.Namespace):
         try:
             if run.spec.description_file and not args.description:
                 args.description = run.spec.description_file
-            if env_from_args(args, args.env or run.spec.env_id) != run.spec.env_id:
-                raise ValueError(f"{args.out} is a run on {run.spec.env_id}, not {args.env}")
+            kind, target = run.spec.world_kind, run.spec.world_target
+            if args.world not in (None, kind):
+                raise ValueError(f"{args.out} is a run on a world of kind {kind}, not {args.world}")
+            if _target(args, kind, args.env or target) != target:
+                raise ValueError(f"{args.out} is a run on {target}, not {args.env}")
+            factory = world_factory(kind)
         except BaseException:
             run.release()
             raise
         args.llm = run.spec.llm or default_llm_spec()  # the run's own, unless switched
-        return run
+        return run, factory
+    kind = args.world or "cwmb"
+    factory = world_factory(kind)  # an unknown kind is refused before anything is made
     if not args.env:
-        raise ValueError("give an environment id (or --resume --out RUN_DIR)")
-    env_id = env_from_args(args)
+        raise ValueError(f"give the {kind} world's target (or --resume --out RUN_DIR)")
+    target = _target(args, kind, args.env)
+    env_id = target if kind == "cwmb" else None
     method = get_method(args.method)
     config = config_with_overrides(method.config_class(), overrides)
     args.llm = args.llm or default_llm_spec()
     resolve(args.llm)  # an unknown backend is refused before the run directory is made
-    out = args.out or str(Path("runs") / (f"{safe_name(env_id)}-{method.name}-seed{args.seed}-"
-                                          f"{_dt.datetime.now().strftime('%Y%m%d-%H%M%S')}"))
+    name = f"{safe_name(env_id or Path(target).name)}-{method.name}-seed{args.seed}"
+    out = args.out or str(Path("runs") / f"{name}-{_dt.datetime.now():%Y%m%d-%H%M%S}")
     return Run.start(
-        out, method, config,
+        out, method, config, world=kind, target=target,
         finish=FinishConfig(**{name: False for name in off}), env_id=env_id, llm=args.llm,
         budget=args.budget if args.budget is not None else DEFAULT_BUDGET, seed=args.seed,
         mode=args.mode, buffer=args.buffer, timeout_s=args.timeout,
-        description_file=str(Path(args.description).resolve()) if args.description else None)
+        description_file=str(Path(args.description).resolve()) if args.description else None), factory
+
+
+def _target(args: argparse.Namespace, kind: str, name: str) -> str:
+    """The target as run.json records it: an env's id, a path made whole, else the name given."""
+    if kind == "cwmb":
+        return env_from_args(args, name)
+    return str(Path(name).resolve()) if Path(name).exists() else name
 
 
 def run(args: argparse.Namespace) -> int:
@@ -99,26 +115,25 @@ def run(args: argparse.Namespace) -> int:
     from codeworld.llm import LLMError, llm_from_args
     from codeworld.synthesis import RunDivergedError
     from codeworld.synthesis.run_dir import RunRecordError
-    from codeworld.worlds.cwmb.cwmb import make_run_world
 
     def fail(message: object, code: int = 2) -> int:
         print(f"codeworld synthesize: {message}", file=sys.stderr)
         return code
 
     try:
-        run = run_from_args(args)
+        run, factory = run_from_args(args)
     except (ValueError, TypeError, KeyError) as exc:
         return fail(exc.args[0] if exc.args else exc)
     except OSError as exc:  # the run directory cannot be made (RunWriteError: one line)
         return fail(exc)
     try:
         llm = llm_from_args(args, run_dir=str(run.run_dir.path), slots=getattr(run.config, "parallel", 1))
-        world = make_run_world(run, heldout_fraction=args.heldout)
-    except (ValueError, LLMError, OSError) as exc:
+        world = factory(run.spec.world_target, None, None, run=run, heldout_fraction=args.heldout)
+    except (ValueError, KeyError, LLMError, OSError) as exc:
         run.setup_failed()
-        return fail(exc)
+        return fail(exc.args[0] if isinstance(exc, KeyError) and exc.args else exc)
     resume = resume_command(args, run.run_dir.path)
-    print(f"codeworld synthesize: {run.method.name} on {run.spec.env_id} with {args.llm}, "
+    print(f"codeworld synthesize: {run.method.name} on {run.spec.world_target} with {args.llm}, "
           f"budget {run.budget} calls, seed {run.spec.seed}\n  run directory: {run.run_dir.path}",
           flush=True)
     try:

@@ -483,7 +483,7 @@ def run_page(run_path: str | os.PathLike, planning: dict | None = None) -> str:
             value = value.get("score")
         return None if value is None else float(value)
 
-    title = f"{summary['method']} on {summary['env_id']} ({summary['llm']})"
+    title = f"{summary['method']} on {summary.get('target') or summary['env_id']} ({summary['llm']})"
     acc = summary.get("accounting") or {}
     head = [f"<h1>{_e(title)}</h1>",
             f"<p class='muted'>{_e(run_path)} &middot; seed {_e(summary['seed'])} &middot; "

@@ -119,7 +119,7 @@ def summarize(run_path: Path) -> dict:
     return {
         "run_dir": str(run_path), "method": spec.method, "env_id": spec.env_id,
         # what the programs were written for: the env, an agent rewrite's level, an APPS problem
-        "target": spec.env_id or spec.extra.get("level") or spec.extra.get("problem"),
+        "target": spec.world_target or spec.extra.get("level") or spec.extra.get("problem"),
         "llm": spec.llm, "llms": llm_segments(per_call), "seed": spec.seed, "budget": spec.budget,
         "status": run_dir.shown_status(spec), "calls": len(nodes),
         "per_call": per_call, "problems": problems,

@@ -82,6 +82,10 @@ class RunSpec:
             name of a search run by hand (``worldcoder-agent-rewrite``).
         variant: the method with its ablation variant, for a CWMB job (``gif-mcts/no-fix``).
         env_id: the environment whose world model is searched for (None for APPS and the agent).
+        world: the kind of world searched (`codeworld.worlds.world_kinds`; None: ``cwmb``, as
+            in every run saved before kinds were recorded).
+        target: what the world is built for, as the command line named it (a CWMB env id, an
+            object level, an APPS problem's path; None: ``env_id``).
         llm: the LLM spec of the latest session (``local``, ``openai:MODEL``, ``scripted:FILE``).
         budget: the most LLM calls in the whole run.
         seed: the run's seed.
@@ -105,6 +109,8 @@ class RunSpec:
     method: str
     variant: str | None = None
     env_id: str | None = None
+    world: str | None = None
+    target: str | None = None
     llm: str | None = None
     budget: int | None = None
     seed: int = 0
@@ -145,6 +151,16 @@ class RunSpec:
                  "codeworld_version": __version__}
         return cls(method, config=None if config is None else config_to_json(config),
                    **{**stamp, **fields})
+
+    @property
+    def world_kind(self) -> str:
+        """The kind of world the run searched (``cwmb`` in a run that records none)."""
+        return self.world or "cwmb"
+
+    @property
+    def world_target(self) -> str | None:
+        """What the run's world is built for (its env id in a run that records no target)."""
+        return self.target if self.target is not None else self.env_id
 
     def replace(self, **changes: Any) -> RunSpec:
         """A copy with some fields changed."""

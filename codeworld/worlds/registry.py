@@ -12,6 +12,13 @@ positional, so each kind names them in its own words):
 * ``options``: the kind's own settings (CWMB's buffer and scoring mode, an object world's
   sandbox, APPS's time per test).
 
+``codeworld synthesize --world KIND TARGET`` resolves the kind once (`world_factory`) and calls
+``factory(TARGET, None, None, run=run, heldout_fraction=H)``: the target as the user typed it
+(a string, recorded in ``run.json``, so ``--resume`` calls it again with the same), the run
+(`codeworld.synthesis.run.Run`: its seed, config and spec; the factory may record what it drew
+with ``run.record``), and the ``--heldout`` share (None unless given). A kind that takes
+options from the command line takes these.
+
 Every caller builds its world through `make_world` (the agent's rewrite, the APPS job, the CWMB
 commands and jobs); a new kind of world is its module, one line here (or `register_world`) and
 its test.
@@ -49,6 +56,15 @@ def world_kinds() -> list[str]:
     return WORLDS.names()
 
 
+def world_factory(kind: str) -> WorldFactory:
+    """The factory of ``kind``, looked up once where a kind is named (the command line).
+
+    Raises:
+        KeyError: an unknown kind (the message names close matches and the known kinds).
+    """
+    return WORLDS.get(kind)
+
+
 def make_world(kind: str, target: object, assists: object = None, split: object = None,
                **options: object) -> World:
     """The world of kind ``kind`` for ``target`` (see the module's docstring for the arguments).
@@ -56,4 +72,4 @@ def make_world(kind: str, target: object, assists: object = None, split: object 
     Raises:
         KeyError: an unknown kind (the message names close matches and the known kinds).
     """
-    return WORLDS.get(kind)(target, assists, split, **options)
+    return world_factory(kind)(target, assists, split, **options)

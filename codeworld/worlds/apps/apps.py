@@ -29,13 +29,16 @@ import math
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from codeworld.model import compile_candidate
 from codeworld.sandbox.ops import SandboxTimeout, candidate_error
 from codeworld.synthesis.checks import StaticProblem
 from codeworld.synthesis.types import (FIX, GENERATE, IMPROVE, Evaluator, ProgramEvaluation, Request,
                                        World)
+
+if TYPE_CHECKING:
+    from codeworld.synthesis.run import Run
 
 PROMPT_DIR = Path(__file__).resolve().parent / "prompts"
 FILENAME = "solution.py"
@@ -406,19 +409,35 @@ def search_tests(problem: Problem, fraction: float = 0.5) -> list[int]:
     return list(range(max(1, int(problem.n_tests * fraction))))
 
 
-def make_apps_world(problem: Problem, assists: None = None, split: list[int] | None = None, *,
-                    timeout_s: float = 4.0) -> World:
+def make_apps_world(problem: Problem | str | Path, assists: None = None,
+                    split: list[int] | None = None, *, timeout_s: float = 4.0,
+                    heldout_fraction: float | None = None, run: "Run | None" = None) -> World:
     """The world of one APPS problem: its prompts, its evaluator on the tests the search sees,
     and its assists (`AppsAssists`); no finish step. Registered as the ``apps`` kind of
     `codeworld.worlds.make_world`.
 
     Args:
-        problem: the problem.
+        problem: the problem, or the path of a file or folder holding one (`load_problems`;
+            ``codeworld synthesize --world apps PATH``).
         assists: unused (the import repair and the static checks are always on).
         split: the indices of the tests the search sees (None: `search_tests`).
         timeout_s: wall-clock limit of one test.
+        heldout_fraction: the share of the tests the search does not see (None: half).
+        run: unused (the tests the search sees follow from the problem alone).
+
+    Raises:
+        ValueError: the path holds no problem or several.
+        FileNotFoundError: nothing at the path.
     """
-    tests = search_tests(problem) if split is None else list(split)
+    if not isinstance(problem, Problem):
+        found = load_problems(problem)
+        if len(found) != 1:
+            raise ValueError(f"{problem} holds {len(found)} APPS problems: give the folder or "
+                             "file of one")
+        problem = found[0]
+    if split is None:
+        split = search_tests(problem, 0.5 if heldout_fraction is None else 1.0 - heldout_fraction)
+    tests = list(split)
     assist = AppsAssists()
     return World(AppsPrompts(problem), AppsEvaluator(problem, tests, timeout_s, assist),
                  assists=assist)

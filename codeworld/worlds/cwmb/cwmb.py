@@ -20,6 +20,7 @@ from codeworld.synthesis.types import FIX, GENERATE, IMPROVE, Evaluator, Program
 
 if TYPE_CHECKING:
     from codeworld.synthesis.checks import StaticProblem
+    from codeworld.synthesis.run import Run
     from codeworld.synthesis.types import Seed
 
 # The world-model prompts' templates (``generate``, ``improve``, ``fix``, ``zero_shot``, and
@@ -446,7 +447,7 @@ def make_cwmb_world(env_id: str, assist: Any = None, split: Any = None, *, buffe
                     mode: str = "sound", compile: bool = False,
                     timeout_s: float = PROGRAM_TIMEOUT_S,
                     heldout_fraction: float | None = None,
-                    split_seed: int = 0) -> World:
+                    split_seed: int = 0, run: "Run | None" = None) -> World:
     """The world of one CWMB environment, on the training episodes: its prompts, its evaluator,
     its finish step (compose, fit, speed: `codeworld.worlds.cwmb.finish`) and its assists
     (`CwmbAssists`). Registered as the ``cwmb`` kind of `codeworld.worlds.make_world`.
@@ -469,7 +470,12 @@ def make_cwmb_world(env_id: str, assist: Any = None, split: Any = None, *, buffe
         heldout_fraction: the share of episodes held out when drawing (default
             `HELDOUT_FRACTION`; 0 holds nothing out).
         split_seed: the seed of the draw.
+        run: the `codeworld.synthesis.run.Run` the world is for (``codeworld synthesize``):
+            its spec and config give the buffer, mode, timeout, seed, split and assists (see
+            `make_run_world`), and its split is recorded in ``run.json``.
     """
+    if run is not None:
+        return make_run_world(run, heldout_fraction=heldout_fraction, compile=compile)
     from codeworld.envs.buffers import HELDOUT_FRACTION, EpisodeSplit
     from codeworld.envs.descriptions import describe
     from codeworld.scoring import Scorer
