@@ -283,12 +283,16 @@ def save_buffer(buffer: ReplayBuffer, path: Path | str, metadata: dict | None = 
     """Write `buffer` to `path` (``.npz``) and its sidecar (``.json``). Returns the npz path.
 
     The sidecar holds `metadata` (default: the buffer's), the format name, the sizes and the
-    npz file's sha256.
+    npz file's sha256. Each file is written atomically (`codeworld.synthesis.run_dir.atomic_output`,
+    the folder made): a reader sees the old or the new file, never part of one.
+
+    Raises:
+        RunWriteError: a file could not be written (an OSError naming it).
     """
+    from codeworld.synthesis.run_dir import atomic_output, write_atomic
+
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     data = _npz_bytes(buffer.arrays())
-    path.write_bytes(data)
     record = dict(metadata if metadata is not None else buffer.metadata)
     record.update({
         "format": FORMAT,
@@ -299,7 +303,10 @@ def save_buffer(buffer: ReplayBuffer, path: Path | str, metadata: dict | None = 
         "n_truncated": int(buffer.truncated.sum()),
         "sha256": hashlib.sha256(data).hexdigest(),
     })
-    sidecar_path(path).write_text(json.dumps(record, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    # the sidecar first: once the npz is there, so is the sidecar that describes it
+    write_atomic(sidecar_path(path), json.dumps(record, indent=2, sort_keys=True) + "\n")
+    with atomic_output(path) as tmp:
+        tmp.write_bytes(data)
     return path
 
 

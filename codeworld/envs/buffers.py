@@ -93,12 +93,8 @@ def default_buffer(env: EnvSpec | str) -> Path:
     if spec.shipped or spec.dataset is not None:
         return buffer_path(spec)
     path = cached_buffer_path(spec)
-    if not path.is_file():
-        buffer = collect_buffer(spec, CollectionConfig(seed=0))
-        tmp = path.with_name(path.stem + f".tmp{os.getpid()}.npz")
-        save_buffer(buffer, tmp)
-        os.replace(sidecar_path(tmp), sidecar_path(path))
-        os.replace(tmp, path)
+    if not path.is_file():  # each file is written atomically: a concurrent reader sees it whole
+        save_buffer(collect_buffer(spec, CollectionConfig(seed=0)), path)
     return path
 
 
