@@ -4,13 +4,15 @@ Layout::
 
     RUN_DIR/
       run.json            the run's `RunSpec`: method, env, LLM, budget, seed, config, status
-      calls/0003.json     call 3: the request, the messages sent, the completion and its cost,
-                          and the LLM spec that answered (``llm``; a resume may switch it)
-      programs/0003.py    the program call 3 wrote
+      calls/0003.json     the call of index 3 (call 4 to the command line, `codeworld show` and
+                          the page, which count calls from 1): the request, the messages sent,
+                          the completion and its cost, and the LLM spec that answered (``llm``;
+                          a resume may switch it)
+      programs/0003.py    the program that call wrote
       programs/0003.json  its evaluation (score, buggy, feedback, the scorer's full report)
-      repairs/0003.json   the mechanical repairs made to call 3's program before scoring (if any):
+      repairs/0003.json   the mechanical repairs made to its program before scoring (if any):
                           what was changed, and the program as the LLM wrote it
-      fits/0003.json      the constant fit that replaced call 3's program in the search (if any):
+      fits/0003.json      the constant fit that replaced its program in the search (if any):
                           constants before and after, scores, and the program before the fit
       tree.json           the search state (GIF-MCTS tree, or REx / zero-shot pool)
       accounting.json     calls, tokens, seconds
