@@ -116,6 +116,7 @@ def test_an_apps_problem_is_synthesized_and_resumed_from_the_command_line(tmp_pa
     assert json.loads((out / "best_report.json").read_text())["score"] == 1.0
     meta = json.loads((out / "run.json").read_text())
     assert (meta["world"], meta["target"]) == ("apps", str(APPS_PROBLEM))
+    assert not {"env_id", "mode", "buffer", "timeout_s"} & set(meta)  # a replay buffer's, CWMB's
     monkeypatch.chdir(tmp_path)
     assert main(["synthesize", "--resume", "--out", str(out), "--budget", "3"]) == 0
     assert "score 1.0000" in capsys.readouterr().out

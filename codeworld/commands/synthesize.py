@@ -86,18 +86,18 @@ def run_from_args(args: argparse.Namespace):
     if not args.env:
         raise ValueError(f"give the {kind} world's target (or --resume --out RUN_DIR)")
     target = _target(args, kind, args.env)
-    env_id = target if kind == "cwmb" else None
+    on_env = ({"env_id": target, "mode": args.mode, "buffer": args.buffer,  # a replay buffer's
+               "timeout_s": args.timeout} if kind == "cwmb" else {})  # settings: CWMB's alone
     method = get_method(args.method)
     config = config_with_overrides(method.config_class(), overrides)
     args.llm = args.llm or default_llm_spec()
     resolve(args.llm)  # an unknown backend is refused before the run directory is made
-    name = f"{safe_name(env_id or Path(target).name)}-{method.name}-seed{args.seed}"
-    out = args.out or str(Path("runs") / f"{name}-{_dt.datetime.now():%Y%m%d-%H%M%S}")
+    stem = f"{safe_name(on_env.get('env_id') or Path(target).name)}-{method.name}-seed{args.seed}"
+    out = args.out or str(Path("runs") / f"{stem}-{_dt.datetime.now():%Y%m%d-%H%M%S}")
     return Run.start(
         out, method, config, world=kind, target=target,
-        finish=FinishConfig(**{name: False for name in off}), env_id=env_id, llm=args.llm,
+        finish=FinishConfig(**{name: False for name in off}), llm=args.llm, **on_env,
         budget=args.budget if args.budget is not None else DEFAULT_BUDGET, seed=args.seed,
-        mode=args.mode, buffer=args.buffer, timeout_s=args.timeout,
         description_file=str(Path(args.description).resolve()) if args.description else None), factory
 
 
