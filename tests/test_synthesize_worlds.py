@@ -125,19 +125,26 @@ def test_an_apps_problem_is_synthesized_and_resumed_from_the_command_line(tmp_pa
     assert capsys.readouterr().err == "codeworld synthesize: no APPS problems at nowhere\n"
 
 
+STAYS = ("def transition(state, action):\n    return dict(state)\n\n\n"
+         "def reward(state, action, next_state, mission):\n    return 0.0, False\n")
+
+
 def test_an_object_level_is_synthesized_on_its_recorded_episodes(tmp_path, capsys):
-    script = write_script(tmp_path / "s.json", [REFERENCE_MODELS["sokoban"]])
+    script = write_script(tmp_path / "s.json", [STAYS])
     out = tmp_path / "run"
     assert main(["synthesize", "--world", "objects", "sokoban:corridor", "--method",
                  "worldcoder", "--llm", script, "--budget", "1", "--out", str(out)]) == 0
-    assert "best program: call 1, score 1.0000" in capsys.readouterr().out
-    assert (out / "best_model.py").read_text().strip() == REFERENCE_MODELS["sokoban"].strip()
+    assert "best program: call 1, score 0." in capsys.readouterr().out  # some moves change the state
     messages = json.loads((out / "calls" / "0000.json").read_text())["messages"]
     prompt = "\n".join(m["content"] for m in messages)
     assert "action 3 (right)" in prompt  # the data section of the recorded transitions
-    # the resume records the same episodes (the run's seed): the saved call scores the same
-    assert main(["synthesize", "--resume", "--out", str(out), "--budget", "2"]) == 0
-    assert "best program: call 1, score 1.0000" in capsys.readouterr().out
+    # the resume records the same episodes (the run's seed): the saved call's prompt is sent
+    # again unchanged, and the next call is scored on the same data
+    rest = write_script(tmp_path / "b.json", [REFERENCE_MODELS["sokoban"]])
+    assert main(["synthesize", "--resume", "--out", str(out), "--budget", "2", "--llm", rest,
+                 "--switch-llm"]) == 0
+    assert "best program: call 2, score 1.0000" in capsys.readouterr().out
+    assert (out / "best_model.py").read_text().strip() == REFERENCE_MODELS["sokoban"].strip()
     assert main(["synthesize", "--world", "objects", "sokoban:nowhere", "--llm", script,
                  "--out", str(tmp_path / "x")]) == 2
     assert "unknown Sokoban level 'nowhere'" in capsys.readouterr().err
