@@ -186,7 +186,8 @@ def test_the_exploration_bonus_sends_the_agent_to_the_object_it_never_tried():
                 continue
             data.append({"state": state, "action": action, "next_state": room_step(state, action),
                          "reward": 0.0, "done": False, "mission": "open everything"})
-    env = SimpleNamespace(n_actions=len(ROOM) + 1, name="room")
+    env = SimpleNamespace(n_actions=len(ROOM) + 1, name="room",
+                          action_names=tuple(f"go to {name}" for name in ROOM) + ("open",))
     for explore in (True, False):
         with WorldCoderAgent(ScriptedLLM([]), AgentConfig(explore_unseen=explore)) as agent:
             agent.data = list(data)

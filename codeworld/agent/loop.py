@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from codeworld.agent.config import AgentConfig
-from codeworld.agent.explore import op_plan_explore, seen_pairs, situation_paths
+from codeworld.agent.explore import explore_arguments, op_plan_explore
 from codeworld.agent.envs import ObjectEnv
 from codeworld.sandbox import Sandbox, SandboxLimits
 from codeworld.synthesis.rex import PoolEntry, Rex
@@ -391,10 +391,10 @@ class WorldCoderAgent:
         if self.program is None:
             return None
         c = self.config
-        op, explore = op_plan, {}
-        paths = situation_paths(self.data) if c.explore_unseen else []
-        if paths:  # no reward in reach: to an action never tried where the agent would be
-            op, explore = op_plan_explore, {"paths": paths, "seen": seen_pairs(self.data, paths)}
+        explore = (explore_arguments(self.data, mission, state, tuple(env.action_names))
+                   if c.explore_unseen else {})
+        # no reward in reach: to an action never tried where the agent would be
+        op = op_plan_explore if explore else op_plan
         reply = self.sandbox.call(op, timeout_s=c.eval_timeout_s, source=self.program,
                                   state=state, mission=mission, n_actions=env.n_actions,
                                   max_nodes=c.plan_max_nodes, max_depth=c.plan_max_depth, **explore)
