@@ -17,8 +17,8 @@ import pytest
 from codeworld.cli import main
 from codeworld.synthesis import RunDir, RunSpec, get_method, synthesize
 from codeworld.synthesis.fakes import EchoPrompts, FakeEvaluator, ScriptedLLM, fake_program
-from codeworld.synthesis.run_dir import (RunLockedError, RunRecordError, RunWriteError,
-                                         write_atomic)
+from codeworld._files import RunWriteError, write_atomic
+from codeworld.synthesis.run_dir import RunLockedError, RunRecordError
 
 BUDGET = 6
 ROOT = Path(__file__).resolve().parent.parent

@@ -243,7 +243,7 @@ def test_a_file_that_is_no_model_is_named(tmp_path, cache, capsys):
     model = _write(tmp_path, "nothing.py", "x = 1\n")
     assert main(["train", "CartPole-v1", model]) == 1
     err = capsys.readouterr().err
-    assert err.startswith(model) and "no world model found" in err
+    assert err.startswith(f"codeworld train: {model}: no world model found") and err.count("\n") == 1
 
 
 def test_a_policy_trains_from_python_without_the_command_line(tmp_path, cache, sb3):

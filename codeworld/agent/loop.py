@@ -33,7 +33,7 @@ from codeworld.agent.envs import ObjectEnv
 from codeworld.sandbox import Sandbox, SandboxLimits
 from codeworld.synthesis.rex import PoolEntry, Rex
 from codeworld.synthesis.run import Run
-from codeworld.synthesis.run_dir import write_atomic
+from codeworld._files import write_atomic
 from codeworld.synthesis.types import ProgramEvaluation
 from codeworld.worlds.objects.evaluate import AgentEvaluator, ModelCheck
 from codeworld.worlds.objects.ops import op_evaluate, op_plan

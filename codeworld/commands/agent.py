@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
     from codeworld.llm import LLMError, llm_from_args
     from codeworld.commands.runs import codeworld_command
     from codeworld.reports.progress import agent_progress_printer
-    from codeworld.synthesis.run_dir import check_output
+    from codeworld._files import check_output
 
     try:
         envs = [make_object_env(level) for level in args.levels]

@@ -29,7 +29,7 @@ def run(args: argparse.Namespace) -> int:
     from codeworld.envs.arguments import spec_from_args
     from codeworld.envs.buffers import buffer_path, cached_buffer_path, save_buffer
     from codeworld.envs.collection import CollectionConfig, collect_buffer
-    from codeworld.synthesis.run_dir import check_output
+    from codeworld._files import check_output
 
     if args.episodes < 1 or args.max_steps < 1:
         print("codeworld collect: --episodes and --max-steps must be positive", file=sys.stderr)

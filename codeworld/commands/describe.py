@@ -49,7 +49,7 @@ def run_describe(args: argparse.Namespace) -> int:
     from codeworld.envs.descriptions import describe, write_descriptions
 
     if args.write:
-        from codeworld.synthesis.run_dir import check_output
+        from codeworld._files import check_output
 
         env_ids = None if args.env == "all" else [args.env]
         try:

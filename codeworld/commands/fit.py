@@ -84,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
     from codeworld.fitting import FitConfig, fit_constants
     from codeworld.model import ModelSourceError, check_model_source
     from codeworld.scoring import Scorer
-    from codeworld.synthesis.run_dir import check_output, write_atomic
+    from codeworld._files import check_output, write_atomic
 
     try:
         spec, source = spec_and_model(args)

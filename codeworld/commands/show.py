@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
     if not RunDir(path).exists():
         print(f"codeworld show: {path} is not a run directory (no run.json)", file=sys.stderr)
         return 2
-    from codeworld.synthesis.run_dir import check_output
+    from codeworld._files import check_output
 
     try:
         if not args.no_picture and args.html:

@@ -60,7 +60,7 @@ def _fail(message: str, code: int = EXIT_USAGE) -> int:
 def _write(record: dict, path: str | None) -> str | None:
     """Write the record to ``path`` (checked before the training), atomically; the error's one
     line when that failed after all (a full disk), else None."""
-    from codeworld.synthesis.run_dir import write_atomic
+    from codeworld._files import write_atomic
 
     if path:
         try:
@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     from codeworld.envs.derive import parse_value
     from codeworld.model import ModelSourceError
     from codeworld.overrides import parse_overrides
-    from codeworld.synthesis.run_dir import check_output
+    from codeworld._files import check_output
     from codeworld.training import ModelFailedError, train_policy
 
     try:

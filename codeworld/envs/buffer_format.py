@@ -283,13 +283,13 @@ def save_buffer(buffer: ReplayBuffer, path: Path | str, metadata: dict | None = 
     """Write `buffer` to `path` (``.npz``) and its sidecar (``.json``). Returns the npz path.
 
     The sidecar holds `metadata` (default: the buffer's), the format name, the sizes and the
-    npz file's sha256. Each file is written atomically (`codeworld.synthesis.run_dir.atomic_output`,
+    npz file's sha256. Each file is written atomically (`codeworld._files.atomic_output`,
     the folder made): a reader sees the old or the new file, never part of one.
 
     Raises:
         RunWriteError: a file could not be written (an OSError naming it).
     """
-    from codeworld.synthesis.run_dir import atomic_output, write_atomic
+    from codeworld._files import atomic_output, write_atomic
 
     path = Path(path)
     data = _npz_bytes(buffer.arrays())

@@ -231,7 +231,7 @@ def write_descriptions(directory: Path | str | None = None,
     Raises:
         RunWriteError: a file could not be written (an OSError naming it).
     """
-    from codeworld.synthesis.run_dir import write_atomic
+    from codeworld._files import write_atomic
 
     paths = []
     for env in envs or list_envs():

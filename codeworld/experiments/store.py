@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from codeworld.experiments.jobs import Job
-from codeworld.synthesis.run_dir import _json_default, write_atomic
+from codeworld._files import write_atomic
+from codeworld.synthesis.run_dir import _json_default
 
 FINISHED = "finished"
 FAILED = "failed"

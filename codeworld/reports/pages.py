@@ -595,7 +595,7 @@ def write_run_page(run_path: str | os.PathLike, out: str | os.PathLike | None = 
     Raises:
         RunWriteError: the page could not be written (an OSError; nothing half-written is left).
     """
-    from codeworld.synthesis.run_dir import write_atomic
+    from codeworld._files import write_atomic
 
     path = Path(out) if out is not None else Path(run_path) / REPORT_FILE
     write_atomic(path, run_page(run_path, planning))

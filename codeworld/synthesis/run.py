@@ -20,7 +20,8 @@ from typing import Any, Callable
 
 from codeworld.synthesis.config import FinishConfig
 from codeworld.synthesis.registry import Method, config_from_json, config_to_json, get_method
-from codeworld.synthesis.run_dir import RunDir, check_output
+from codeworld._files import check_output
+from codeworld.synthesis.run_dir import RunDir
 from codeworld.synthesis.run_spec import RunSpec, RunStatus
 from codeworld.synthesis.runner import SynthesisResult, synthesize
 from codeworld.synthesis.types import ChatModel, Search, World

@@ -235,7 +235,7 @@ def train_policy(env: EnvSpec | str, source: str, *, algo: str = "ppo", steps: i
     finally:
         venv.close()
     if save_policy:  # as SB3 names it (a .zip added), written whole or not at all
-        from codeworld.synthesis.run_dir import atomic_output
+        from codeworld._files import atomic_output
 
         target = Path(save_policy)
         target = target if target.suffix == ".zip" else target.with_name(target.name + ".zip")

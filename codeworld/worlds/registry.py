@@ -35,7 +35,7 @@ WorldFactory = Callable[..., World]
 
 WORLDS: Registry[WorldFactory] = Registry("world", {
     "cwmb": "codeworld.worlds.cwmb.cwmb:make_cwmb_world",
-    "objects": "codeworld.worlds.objects.world:make_object_world",
+    "objects": "codeworld.agent.levels:make_level_world",
     "apps": "codeworld.worlds.apps.apps:make_apps_world",
 })
 
