@@ -67,3 +67,20 @@ def test_show_prints_no_rare_line_for_a_many_valued_reward():
                      "done_on_ends": None}}
     lines = score_lines({"score": 0.5, "n_transitions": 700, "heldout": held})
     assert not any("rare" in line for line in lines)
+
+
+def test_a_copy_names_what_it_copied_in_words():
+    import io
+
+    from codeworld.reports.progress import progress_printer
+
+    out = io.StringIO()
+    show = progress_printer(12, stream=out)
+    event = {"call": 0, "action": "improve", "buggy": False, "score": 0.99, "best": 0.99,
+             "tokens": 10, "replayed": False}
+    for copied in ("data", "skeleton", 3):
+        show({**event, "duplicate_of": copied})
+    lines = out.getvalue().splitlines()
+    assert "(a copy of the data model)" in lines[0]
+    assert "(a copy of the skeleton)" in lines[1]
+    assert "(a copy of call 3)" in lines[2]

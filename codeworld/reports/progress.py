@@ -9,6 +9,15 @@ import sys
 import time
 
 
+
+def copied_what(duplicate_of: str | int) -> str:
+    """What an answer copied, in words: the skeleton, a seed (``data``: the data model;
+    ``floor``: the do-nothing model) or an earlier call (numbered from 1)."""
+    if isinstance(duplicate_of, int):
+        return f"call {duplicate_of}"
+    return {"skeleton": "the skeleton", "data": "the data model",
+            "floor": "the do-nothing model"}.get(duplicate_of, f"the {duplicate_of} program")
+
 def agent_progress_printer(stream=None, started: float | None = None):
     """A line per LLM call, rewrite and episode of an agent run."""
     stream = stream or sys.stdout
@@ -18,7 +27,8 @@ def agent_progress_printer(stream=None, started: float | None = None):
         clock = f"{time.perf_counter() - started:6.0f}s"
         if e["event"] == "call":
             status = "buggy" if e["buggy"] else f"{e['score']:.3f}"
-            copy = f"  (a copy of {e['duplicate_of']})" if e.get("duplicate_of") is not None else ""
+            copy = (f"  (a copy of {copied_what(e['duplicate_of'])})"
+                    if e.get("duplicate_of") is not None else "")
             line = (f"    call {e['call'] + 1}/{e['budget']} {e['action']:<8} -> {status:<6} "
                     f"best {e['best']:.3f}  tokens {e['tokens']:,}{copy}")
         elif e["event"] == "rewrite":
@@ -45,7 +55,7 @@ def progress_printer(budget: int, stream=None, started: float | None = None):
         status = "buggy" if event["buggy"] else f"{event['score']:.4f}"
         tag = " (saved)" if event["replayed"] else ""
         if event.get("duplicate_of") is not None:
-            tag += f"  (a copy of {'the skeleton' if event['duplicate_of'] == 'skeleton' else 'call ' + str(event['duplicate_of'])})"
+            tag += f"  (a copy of {copied_what(event['duplicate_of'])})"
         if event.get("fitted_from") is not None:
             tag += f"  (constants fitted: {event['fitted_from']:.4f} before)"
         print(f"  call {event['call'] + 1:>3}/{budget}  {event['action']:<8} -> {status:<7}"

@@ -5,6 +5,8 @@ prints it (`codeworld.reports.summaries` reads the data).
 
 from __future__ import annotations
 
+from codeworld.reports.progress import copied_what
+
 
 def _figures(summary: dict) -> str:
     def num(key: str) -> str:
@@ -163,7 +165,7 @@ def format_summary(summary: dict) -> str:
         score = "buggy " if row["buggy"] else f"{row['score']:.4f}"
         held = "" if row.get("heldout") is None else f"{row['heldout']:.4f}"
         if row.get("duplicate_of") is not None:
-            held += f"  (a copy of {row['duplicate_of']})"
+            held += f"  (a copy of {copied_what(row['duplicate_of'])})"
         lines.append(f"  {row['call']:>4}  {row['action']:<8}  {parent:>6}  {score:<7}  "
                      f"{row['best']:.4f}   {held}".rstrip())
     return "\n".join(lines)
