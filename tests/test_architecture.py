@@ -382,3 +382,88 @@ def test_the_api_page_check_sees_a_missing_and_an_extra_name():
     page = ("::: codeworld.envs\n    options:\n      members: [make_env,\n                gone]\n\n"
             f"::: {__name__}.test_the_public_names_are_few\n")
     assert missing_from_page(surface, api_page_blocks(page)) == ["codeworld.envs.EnvSpec", "codeworld.envs.gone"]
+
+
+# --- Domain parameters are typed (issue 39, part 3) -------------------------------------------------
+# A parameter or class attribute that holds a config, a search, a scorer, a run directory, a world...
+# is annotated with its real type (under ``if TYPE_CHECKING:`` where importing it would make a
+# circle), never ``Any``: ``Any`` is left for values that really are any JSON value or object.
+
+TYPED_PACKAGES = ("synthesis", "worlds", "experiments")
+DOMAIN_NAMES = {
+    "config", "search", "scorer", "evaluator", "result", "spec", "run", "run_dir", "world", "llm",
+    "scaffold", "buffer", "method", "prompts", "sandbox", "assist", "split", "heldout", "worker",
+    "regression", "context", "env", "lock", "predictions", "finish", "fit",
+}
+
+
+def _is_any(annotation: ast.expr | None) -> bool:
+    """``Any``, ``typing.Any``, ``"Any"``, or a union with one of them (``Any | None``, ``Optional[Any]``)."""
+    if annotation is None:
+        return False
+    if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+        try:
+            annotation = ast.parse(annotation.value, mode="eval").body
+        except SyntaxError:
+            return False
+    if isinstance(annotation, ast.Name):
+        return annotation.id == "Any"
+    if isinstance(annotation, ast.Attribute):
+        return annotation.attr == "Any"
+    if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
+        return _is_any(annotation.left) or _is_any(annotation.right)
+    if isinstance(annotation, ast.Subscript) and isinstance(annotation.value, ast.Name) and \
+            annotation.value.id in ("Optional", "Union"):
+        items = annotation.slice.elts if isinstance(annotation.slice, ast.Tuple) else [annotation.slice]
+        return any(_is_any(item) for item in items)
+    return False
+
+
+def untyped_domain_names(root: Path = ROOT, packages=TYPED_PACKAGES) -> list[str]:
+    """``module:line name`` for every parameter or class-level attribute with a domain name
+    annotated ``Any`` in ``packages``."""
+    found = []
+    for package in packages:
+        for path in sorted((root / package).rglob("*.py")):
+            module = ".".join(path.relative_to(root.parent).with_suffix("").parts)
+            tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+            for node in ast.walk(tree):
+                named: list[tuple[str, ast.expr | None, int]] = []
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                    a = node.args
+                    named = [(arg.arg, arg.annotation, arg.lineno)
+                             for arg in a.posonlyargs + a.args + a.kwonlyargs]
+                elif isinstance(node, ast.ClassDef):
+                    named = [(item.target.id, item.annotation, item.lineno) for item in node.body
+                             if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name)]
+                elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Attribute):
+                    named = [(node.target.attr, node.annotation, node.lineno)]
+                found += [f"{module}:{line} {name}" for name, annotation, line in named
+                          if name in DOMAIN_NAMES and _is_any(annotation)]
+    return sorted(found)
+
+
+def test_no_domain_parameter_or_field_is_typed_any():
+    assert untyped_domain_names() == []
+
+
+def test_the_typing_check_sees_an_any_parameter_and_field(tmp_path):
+    package = tmp_path / PACKAGE / "synthesis"
+    package.mkdir(parents=True)
+    (package / "run.py").write_text(
+        "from __future__ import annotations\n"
+        "import typing\n"
+        "from dataclasses import dataclass\n"
+        "from typing import Any, Optional\n"
+        "@dataclass\n"
+        "class Result:\n"
+        "    search: Any\n"
+        "    state: Any = None\n"                                   # any object: allowed
+        "    def __init__(self, config: Any | None = None, *, scorer: 'Any' = None, **kw: Any):\n"
+        "        self.run_dir: typing.Any = None\n"
+        "def go(world: Optional[Any], data: dict[str, Any], spec: dict[str, Any]) -> Any:\n"
+        "    return data\n")
+    assert untyped_domain_names(tmp_path / PACKAGE, ("synthesis",)) == [
+        "codeworld.synthesis.run:10 run_dir", "codeworld.synthesis.run:11 world",
+        "codeworld.synthesis.run:7 search", "codeworld.synthesis.run:9 config",
+        "codeworld.synthesis.run:9 scorer"]

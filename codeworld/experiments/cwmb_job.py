@@ -19,12 +19,16 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from codeworld.experiments.jobs import Job, split_method
 from codeworld.experiments.outcomes import run_outcomes
 from codeworld.model_worker import PROGRAM_TIMEOUT_S
 from codeworld.planning.evaluate import DECISION_TIMEOUT_S
+
+if TYPE_CHECKING:
+    from codeworld.envs.buffer_format import EpisodeSplit, ReplayBuffer
+    from codeworld.envs.registry import EnvSpec
 
 # What a job does when its options do not say (planning follows the paper: 10 episodes).
 CWMB_JOB_DEFAULTS: dict[str, Any] = {
@@ -74,8 +78,9 @@ def job_config(job: Job, options: dict[str, Any]):
     return method, config_with_overrides(method.config_class(), overrides)
 
 
-def score_program(env: Any, program: str, buffer: Any = None,
-                  timeout_s: float = PROGRAM_TIMEOUT_S, split: Any = None) -> dict:
+def score_program(env: EnvSpec | str, program: str, buffer: ReplayBuffer | str | Path | None = None,
+                  timeout_s: float = PROGRAM_TIMEOUT_S,
+                  split: EpisodeSplit | dict | None = None) -> dict:
     """Scores of a program in both modes, each with its floor, ceiling and floor-normalised score.
 
     ``"sound"`` and ``"paper"`` are on the held-out episodes of `split` (the whole buffer when

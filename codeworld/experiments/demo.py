@@ -7,10 +7,16 @@ flags, builds the LLM and prints.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from codeworld.model_worker import PROGRAM_TIMEOUT_S
 from codeworld.reports.table import ResultTable, add_planning, add_scores
+
+if TYPE_CHECKING:
+    from codeworld.envs.registry import EnvSpec
+    from codeworld.synthesis.gif_mcts import GifMctsConfig
+    from codeworld.synthesis.run import Run
+    from codeworld.synthesis.runner import SynthesisResult
 
 DEFAULT_ENV = "CartPole-v1"
 DEFAULT_BUDGET = 12
@@ -25,7 +31,7 @@ DEFAULT_EPISODES = 10
 DEFAULT_MAX_STEPS = 200
 
 
-def demo_config(overrides: dict[str, str], parallel: int | None = None):
+def demo_config(overrides: dict[str, str], parallel: int | None = None) -> GifMctsConfig:
     """The demo's GIF-MCTS config: its sampling, then `overrides` (``--set``, as text) and
     `parallel` (``--parallel``).
 
@@ -41,8 +47,8 @@ def demo_config(overrides: dict[str, str], parallel: int | None = None):
     return config_with_overrides(GifMctsConfig(sampling=SamplingConfig(**DEMO_SAMPLING)), overrides)
 
 
-def start_run(out: Path, spec: Any, config: Any, *, llm: str | None, switch_llm: bool, budget: int,
-              seed: int):
+def start_run(out: Path, spec: EnvSpec, config: GifMctsConfig, *, llm: str | None, switch_llm: bool,
+              budget: int, seed: int) -> Run:
     """The demo's GIF-MCTS run in ``out``: a new one, or the one there to continue (with the
     LLM it was run with, unless `switch_llm`); `llm` None: the default one for a new run. The
     run's ``spec.llm`` is the LLM it runs with.
@@ -67,7 +73,7 @@ def start_run(out: Path, spec: Any, config: Any, *, llm: str | None, switch_llm:
     return run
 
 
-def score_step(spec: Any, result: Any, table: ResultTable) -> None:
+def score_step(spec: EnvSpec, result: SynthesisResult, table: ResultTable) -> None:
     """Both scoring modes of the best program on the held-out episodes (and the training ones),
     with floor, ceiling, strict and floor-normalised accuracy."""
     with table.measuring("scoring"):
@@ -78,7 +84,7 @@ def score_step(spec: Any, result: Any, table: ResultTable) -> None:
                                         split=split))
 
 
-def plan_step(spec: Any, result: Any, table: ResultTable, *, episodes: int, seed: int,
+def plan_step(spec: EnvSpec, result: SynthesisResult, table: ResultTable, *, episodes: int, seed: int,
               max_steps: int) -> None:
     """Random, oracle and model-planner returns on the real environment; normalized return."""
     with table.measuring("planning"):

@@ -9,7 +9,10 @@ has.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
+
+if TYPE_CHECKING:
+    from codeworld.fitting import FitConfig
 
 
 @dataclass(frozen=True)
@@ -143,7 +146,7 @@ class AssistConfig:
             raise ValueError("summary_examples must be non-negative")
 
 
-def _default_fit_config():
+def _default_fit_config() -> FitConfig:
     from codeworld.fitting import FitConfig
 
     return FitConfig()
@@ -171,7 +174,7 @@ class FinishConfig:
 
     fit_constants: bool = True
     speed_step: bool = True
-    fit: Any = field(default_factory=_default_fit_config)
+    fit: FitConfig = field(default_factory=_default_fit_config)
     compose: bool = True
     compose_programs: int = 4
     floor: bool = True

@@ -11,6 +11,7 @@ from codeworld.registry import Registry
 from codeworld.synthesis.config import ASSIST_ABLATIONS
 from codeworld.synthesis.gif_mcts import ACTION_ABLATIONS, GifMcts, GifMctsConfig
 from codeworld.synthesis.rex import Rex, RexConfig, ZeroShot, ZeroShotConfig
+from codeworld.synthesis.types import MethodConfig, Search
 
 
 @dataclass(frozen=True)
@@ -28,11 +29,11 @@ class Method:
 
     name: str
     config_class: type
-    search_class: Callable[..., Any]
+    search_class: Callable[..., Search]
     summary: str
     ablations: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
-    def make(self, config: Any = None, seed: int = 0) -> Any:
+    def make(self, config: MethodConfig | None = None, seed: int = 0) -> Search:
         """A fresh search with ``config`` (the defaults when None)."""
         return self.search_class(config or self.config_class(), seed=seed)
 
@@ -60,12 +61,12 @@ def get_method(name: str) -> Method:
     return METHODS.get(name)
 
 
-def config_to_json(config: Any) -> dict:
+def config_to_json(config: MethodConfig) -> dict:
     """A config dataclass as JSON-ready data (tuples become lists)."""
     return dataclasses.asdict(config)
 
 
-def config_from_json(config_class: type, data: dict) -> Any:
+def config_from_json(config_class: type, data: dict) -> MethodConfig:
     """Rebuild a config from `config_to_json` data (unknown keys raise TypeError).
 
     A field missing from `data` takes its default, except those in the class's

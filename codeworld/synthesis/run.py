@@ -21,10 +21,10 @@ from typing import Any, Callable
 from codeworld.synthesis.config import FinishConfig
 from codeworld.synthesis.registry import Method, config_from_json, config_to_json, get_method
 from codeworld._files import check_output
-from codeworld.synthesis.run_dir import RunDir
+from codeworld.synthesis.run_dir import RunDir, RunLock
 from codeworld.synthesis.run_spec import RunSpec, RunStatus
 from codeworld.synthesis.runner import SynthesisResult, synthesize
-from codeworld.synthesis.types import ChatModel, Search, World
+from codeworld.synthesis.types import ChatModel, MethodConfig, Search, World
 
 
 def finish_to_json(finish: FinishConfig) -> dict:
@@ -52,7 +52,8 @@ class Run:
         config: the method's config.
     """
 
-    def __init__(self, run_dir: RunDir, spec: RunSpec, method: Method, config: Any, lock: Any = None):
+    def __init__(self, run_dir: RunDir, spec: RunSpec, method: Method, config: MethodConfig,
+                 lock: RunLock | None = None):
         self.run_dir = run_dir
         self.spec = spec
         self.method = method
@@ -72,7 +73,7 @@ class Run:
     # ------------------------------------------------------------------ building
 
     @classmethod
-    def start(cls, path: str | Path, method: str | Method, config: Any = None, *,
+    def start(cls, path: str | Path, method: str | Method, config: MethodConfig | None = None, *,
               finish: FinishConfig | None = None, continue_existing: bool = False,
               switch_llm: bool = False, **fields: Any) -> Run:
         """A new run in ``path``.
@@ -124,7 +125,7 @@ class Run:
     @classmethod
     def resume(cls, path: str | Path, *, overrides: dict[str, str] | None = None,
                budget: int | None = None, llm: str | None = None, switch_llm: bool = False,
-               finish_off: tuple[str, ...] = (), config: Any = None) -> Run:
+               finish_off: tuple[str, ...] = (), config: MethodConfig | None = None) -> Run:
         """The run in ``path``, to continue from its ``run.json``.
 
         A run finishes with the LLM it was run with: its ``llm`` (backend and model) and its
@@ -163,9 +164,9 @@ class Run:
             raise
 
     @classmethod
-    def _resumed(cls, run_dir: RunDir, lock: Any, overrides: dict[str, str] | None,
+    def _resumed(cls, run_dir: RunDir, lock: RunLock, overrides: dict[str, str] | None,
                  budget: int | None, llm: str | None, switch_llm: bool, finish_off: tuple[str, ...],
-                 config: Any) -> Run:
+                 config: MethodConfig | None) -> Run:
         from codeworld.overrides import config_with_overrides
 
         spec = run_dir.spec

@@ -20,7 +20,10 @@ import datetime as _dt
 import enum
 import typing
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from codeworld.synthesis.types import MethodConfig
 
 KIND_NAMES = {str: "a string", int: "an integer", float: "a number", bool: "true or false",
               list: "a list", dict: "an object", type(None): "null"}
@@ -136,7 +139,7 @@ class RunSpec:
                                  f"{', '.join(repr(s.value) for s in RunStatus)})") from None
 
     @classmethod
-    def new(cls, method: str, config: Any = None, **fields: Any) -> RunSpec:
+    def new(cls, method: str, config: MethodConfig | None = None, **fields: Any) -> RunSpec:
         """The spec of a run starting now, stamped with the time and the codeworld version.
 
         Args:

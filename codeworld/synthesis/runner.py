@@ -135,7 +135,7 @@ class SynthesisResult:
     best_program: str | None
     best_evaluation: ProgramEvaluation | None
     accounting: SearchAccounting
-    search: Any
+    search: Search
     run_dir: RunDir | None = None
     history: list[dict] = field(default_factory=list)
     finish: dict = field(default_factory=dict)

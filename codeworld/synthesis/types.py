@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from codeworld.synthesis.checks import StaticProblem
+    from codeworld.synthesis.config import AssistConfig, SamplingConfig
 
 GENERATE = "generate"
 IMPROVE = "improve"
@@ -29,6 +30,17 @@ class ChatModel(Protocol):
     """
 
     def complete(self, messages: list[dict], **sampling: Any) -> Any: ...
+
+
+class MethodConfig(Protocol):
+    """A synthesis method's frozen config dataclass (`GifMctsConfig`, `RexConfig`,
+    `ZeroShotConfig`): each has the sampling of its calls and the assists."""
+
+    @property
+    def sampling(self) -> SamplingConfig: ...
+
+    @property
+    def assist(self) -> AssistConfig: ...
 
 
 @dataclass(frozen=True)

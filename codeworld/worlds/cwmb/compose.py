@@ -21,12 +21,15 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from codeworld.model_worker import PROGRAM_TIMEOUT_S
 from codeworld.synthesis.repairs import step_function
+
+if TYPE_CHECKING:
+    from codeworld.scoring.scorer import Scorer
 
 # How the composed program's header names the candidates it came from.
 _HEADER = "# Composed by codeworld from the programs of calls {calls}: each output component is\n" \
@@ -63,7 +66,7 @@ class Composition:
                 "candidate_scores": {str(k): v for k, v in self.candidate_scores.items()}}
 
 
-def compose_programs(candidates: list[tuple[int, str]], scorer: Any, *, timeout_s: float = PROGRAM_TIMEOUT_S,
+def compose_programs(candidates: list[tuple[int, str]], scorer: Scorer, *, timeout_s: float = PROGRAM_TIMEOUT_S,
                      max_programs: int = 4) -> Composition:
     """Pick, for each output component, the candidate that predicts it best, and write the program.
 

@@ -19,8 +19,16 @@ from codeworld.model_worker import PROGRAM_TIMEOUT_S
 from codeworld.synthesis.types import FIX, GENERATE, IMPROVE, Evaluator, ProgramEvaluation, Request, World
 
 if TYPE_CHECKING:
+    from codeworld.envs.buffer_format import EpisodeSplit, ReplayBuffer
+    from codeworld.fitting.regression import RegressionConfig
+    from codeworld.model_worker import ModelWorker
+    from codeworld.scoring.scorer import Predictions, Scorer
     from codeworld.synthesis.checks import StaticProblem
+    from codeworld.synthesis.config import AssistConfig, FinishConfig
     from codeworld.synthesis.run import Run
+    from codeworld.synthesis.run_dir import RunDir
+    from codeworld.synthesis.runner import SynthesisResult
+    from codeworld.worlds.cwmb.scaffold import Scaffold
     from codeworld.synthesis.types import Seed
 
 # The world-model prompts' templates (``generate``, ``improve``, ``fix``, ``zero_shot``, and
@@ -59,7 +67,7 @@ class CwmbPrompts:
             partial program instead of being sent again as it was.
     """
 
-    def __init__(self, description: str, scaffold: Any = None, data: str = "",
+    def __init__(self, description: str, scaffold: Scaffold | None = None, data: str = "",
                  starter: str = ""):
         self.description = description
         self.scaffold = scaffold
@@ -178,8 +186,9 @@ class ScorerEvaluator(Evaluator):
         split: the `EpisodeSplit` the two come from (recorded in ``run.json``).
     """
 
-    def __init__(self, scorer: Any, timeout_s: float = PROGRAM_TIMEOUT_S, assist: Any = None,
-                 names: tuple[str, ...] | None = None, heldout: Any = None, split: Any = None):
+    def __init__(self, scorer: Scorer, timeout_s: float = PROGRAM_TIMEOUT_S,
+                 assist: AssistConfig | None = None, names: tuple[str, ...] | None = None,
+                 heldout: Scorer | None = None, split: EpisodeSplit | None = None):
         from codeworld.synthesis.config import AssistConfig
 
         self.scorer = scorer
@@ -311,7 +320,7 @@ class ScorerEvaluator(Evaluator):
                         f"predicted {mispredicted.get('predicted')}")
         return ProgramEvaluation(score, False, feedback, mispredicted, data)
 
-    def beyond_data(self, worker: Any) -> dict | None:
+    def beyond_data(self, worker: ModelWorker) -> dict | None:
         """Step the program where planning will take it, beyond the recorded transitions: every
         recorded state (at most 2,000) with every discrete action (or 4 actions drawn from the
         box), then rollouts of `AssistConfig.beyond_steps` steps (default: as far as the env's
@@ -372,7 +381,7 @@ class ScorerEvaluator(Evaluator):
                 return failure
         return None
 
-    def error_summary(self, predictions: Any) -> str:
+    def error_summary(self, predictions: Predictions) -> str:
         """The summary of a healthy program's errors over the buffer (`summarize_errors`)."""
         from codeworld.scoring.scorer import SOUND, tolerances
         from codeworld.worlds.cwmb.feedback import summarize_errors
@@ -443,7 +452,9 @@ class CwmbAssists:
                                 timeout_s=self.evaluator.timeout_s).source
 
 
-def make_cwmb_world(env_id: str, assist: Any = None, split: Any = None, *, buffer: Any = None,
+def make_cwmb_world(env_id: str, assist: AssistConfig | None = None,
+                    split: EpisodeSplit | dict | None = None, *,
+                    buffer: ReplayBuffer | str | Path | None = None,
                     mode: str = "sound", compile: bool = False,
                     timeout_s: float = PROGRAM_TIMEOUT_S,
                     heldout_fraction: float | None = None,
@@ -514,13 +525,14 @@ def make_cwmb_world(env_id: str, assist: Any = None, split: Any = None, *, buffe
                  assists=CwmbAssists(evaluator, data, seeds))
 
 
-def _finish(evaluator: ScorerEvaluator, result: Any, config: Any, run_dir: Any) -> dict:
+def _finish(evaluator: ScorerEvaluator, result: SynthesisResult, config: FinishConfig,
+            run_dir: RunDir | None) -> dict:
     from codeworld.worlds.cwmb.finish import finish_run
 
     return finish_run(result, evaluator, config, run_dir)
 
 
-def _regression(assist: Any) -> Any:
+def _regression(assist: AssistConfig) -> RegressionConfig | None:
     """The data section's `codeworld.fitting.RegressionConfig` (None with it off)."""
     if not assist.regression:
         return None
@@ -541,7 +553,7 @@ def starter_lines(relations: list) -> str:
             else "    # the new value of every name above, from the old values:\n")
 
 
-def make_run_world(run: Any, *, heldout_fraction: float | None = None,
+def make_run_world(run: Run, *, heldout_fraction: float | None = None,
                    compile: bool = False) -> World:
     """`make_cwmb_world` for a `codeworld.synthesis.run.Run` on a CWMB environment (its spec
     gives the env, buffer, mode, timeout and seed; its config the assists), with its split
@@ -564,9 +576,9 @@ def make_run_world(run: Any, *, heldout_fraction: float | None = None,
     return world
 
 
-def _relations(scorer: Any, names, structure: bool = True,
+def _relations(scorer: Scorer, names, structure: bool = True,
                reward_from_old: bool = False, angles: bool = False,
-               regression: Any = None) -> tuple[str, list]:
+               regression: RegressionConfig | None = None) -> tuple[str, list]:
     """The prompt section of what the scorer's buffer shows: the fitted relations (in the
     scorer's tolerances), the rewards and the episode ends; and the relations found.
     ``reward_from_old``: the reward's formula may use the old state too; ``angles``: a

@@ -35,11 +35,16 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
 from codeworld.kernels.check import values_close
+
+if TYPE_CHECKING:
+    from codeworld.scoring.scorer import Scorer
+    from codeworld.synthesis.config import AssistConfig
+    from codeworld.worlds.cwmb.scaffold import Scaffold
 
 # the seed's label, in the run directory, ``codeworld show`` and the report page
 DATA_LABEL = "data"
@@ -75,7 +80,7 @@ def _new(ref: str) -> str:
     return f"new_{ref}"
 
 
-def build_data_model(scaffold: Any, obs, actions, next_obs, rewards, terminated, *,
+def build_data_model(scaffold: Scaffold, obs, actions, next_obs, rewards, terminated, *,
                      state_atol: float, state_rtol: float, reward_atol: float,
                      reward_rtol: float, relations: list | None = None, structure: bool = True,
                      angles: bool = True, reward_from_old: bool = True,
@@ -208,7 +213,8 @@ def _in_order(parts: list[tuple[int, bool, list[str]]], refs: list[str]) -> list
 FLOOR_LABEL = "floor"
 
 
-def world_seeds(scorer: Any, scaffold: Any, relations: list | None, assist: Any) -> tuple:
+def world_seeds(scorer: Scorer, scaffold: Scaffold, relations: list | None,
+                assist: AssistConfig) -> tuple:
     """The seed programs of a CWMB world (`codeworld.synthesis.types.Seed`): the data model of
     the scorer's (training) buffer, a start, and the do-nothing model (the scaffold's skeleton:
     state unchanged, the most frequent reward, never done), a candidate only; none with

@@ -22,9 +22,15 @@ are rewritten.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from codeworld.synthesis.config import FinishConfig
+
+if TYPE_CHECKING:
+    from codeworld.scoring.scorer import Scorer
+    from codeworld.synthesis.run_dir import RunDir
+    from codeworld.synthesis.runner import SynthesisResult
+    from codeworld.worlds.cwmb.cwmb import ScorerEvaluator
 
 FLOOR_FILE = "floor.json"
 COMPOSE_FILE = "compose.json"
@@ -51,7 +57,7 @@ def compose_verdict(compose: dict) -> str:
             + ("now the best program" if compose.get("became_best") else "not kept"))
 
 
-def _floor(result: Any, evaluator: Any, run_dir: Any) -> dict:
+def _floor(result: SynthesisResult, evaluator: ScorerEvaluator, run_dir: RunDir | None) -> dict:
     """The skeleton replaces a best program that is buggy (the search's best is buggy only when
     every program is): a search whose every answer failed ends at the do-nothing model, which
     runs, rather than with a program that cannot be scored or planned with. A healthy best that
@@ -75,8 +81,8 @@ def _floor(result: Any, evaluator: Any, run_dir: Any) -> dict:
     return record
 
 
-def _compose(result: Any, evaluator: Any, scorer: Any, config: FinishConfig, timeout_s: float,
-             run_dir: Any) -> dict:
+def _compose(result: SynthesisResult, evaluator: ScorerEvaluator, scorer: Scorer,
+             config: FinishConfig, timeout_s: float, run_dir: RunDir | None) -> dict:
     """Compose the run's best programs; the composition replaces the best when it scores higher."""
     from codeworld.worlds.cwmb.compose import compose_programs
     ranked = sorted(result.programs, key=lambda p: -p[2])
@@ -107,7 +113,8 @@ def _compose(result: Any, evaluator: Any, scorer: Any, config: FinishConfig, tim
     return {k: compose_record[k] for k in ("status", "calls", "best_before", "score", "became_best")}
 
 
-def finish_run(result: Any, evaluator: Any, config: FinishConfig, run_dir: Any = None) -> dict:
+def finish_run(result: SynthesisResult, evaluator: ScorerEvaluator, config: FinishConfig,
+               run_dir: RunDir | None = None) -> dict:
     """Fit and speed up `result`'s best program in place; returns the record saved in the run.
 
     Args:

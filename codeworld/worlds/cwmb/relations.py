@@ -18,13 +18,16 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field, replace
-from typing import Any
 from types import SimpleNamespace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from codeworld.kernels.check import values_close
 from codeworld.scoring.scorer import most_frequent
+
+if TYPE_CHECKING:
+    from codeworld.fitting.regression import RegressionConfig
 
 _MIN_GAIN = 0.05        # a term is added only when it removes this fraction of the remaining error
 _MIN_EXACT = 0.5        # a fit right on at least this fraction of transitions is shown
@@ -145,7 +148,7 @@ def find_relations(obs: np.ndarray, actions: np.ndarray, next_obs: np.ndarray, n
                    discrete: bool, n_actions: int, atol: float, rtol: float,
                    mask: np.ndarray | None = None, max_terms: int = 3,
                    digits: int = 4, structure: bool = True,
-                   angles: bool = False, regression: Any = None,
+                   angles: bool = False, regression: RegressionConfig | None = None,
                    episodes: np.ndarray | None = None) -> list[Relation]:
     """Sparse linear fits of each component's change (see the module docstring).
 

@@ -33,13 +33,16 @@ import ast
 import json
 from collections import Counter, defaultdict
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
 from codeworld.synthesis.repairs import merge_into_parent
 from codeworld.synthesis.types import Request
 from codeworld.worlds.objects.states import FUNCTIONS, normalize_state
+
+if TYPE_CHECKING:
+    from codeworld.worlds.objects.prompting import PromptContext
 
 Path = tuple[str, ...]
 
@@ -797,7 +800,7 @@ class RewardPrompts:
         base: the rule model's program, whose ``transition`` every answer keeps.
     """
 
-    def __init__(self, context: Any, base: str):
+    def __init__(self, context: PromptContext, base: str):
         self.context = context
         self.base = base
 
