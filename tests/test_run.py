@@ -16,7 +16,7 @@ from codeworld.synthesis.config import FinishConfig
 from codeworld.synthesis.fakes import EchoPrompts, FakeEvaluator, ScriptedLLM, fake_program
 from codeworld.synthesis.run import Run
 from codeworld.synthesis.run_dir import RunLockedError
-from codeworld.synthesis.types import World
+from codeworld.synthesis.types import FinishRecord, World
 
 MODEL = Path(__file__).parent / "models" / "cartpole_functional.py"
 
@@ -28,7 +28,7 @@ def _script(call, messages):
 def _world(finished: list | None = None) -> World:
     def finish(result, config, run_dir):
         finished.append(config)
-        return {"compose": config.compose}
+        return FinishRecord(compose={"on": config.compose})
 
     return World(EchoPrompts(), FakeEvaluator(), finish if finished is not None else None)
 
@@ -39,7 +39,7 @@ def test_a_run_goes_from_not_started_to_finished_and_reads_its_finish_switches_b
     finished: list = []
     result = run.execute(_world(finished), ScriptedLLM(_script))
     assert run.spec.status is RunStatus.FINISHED and result.accounting.calls == 3
-    assert finished == [FinishConfig(compose=False)] and result.finish == {"compose": False}
+    assert finished == [FinishConfig(compose=False)] and result.finish == FinishRecord(compose={"on": False})
     # a resume reads the switches it wrote (the flags of the new session only turn steps off)
     again = Run.resume(tmp_path / "run", finish_off=("speed_step",), budget=4)
     assert again.finish == FinishConfig(compose=False, speed_step=False)

@@ -171,3 +171,17 @@ def test_the_floor_switch_leaves_a_buggy_best_and_a_healthy_best_is_kept(tmp_pat
                  "--set", "assist.data_model=false"]) == 0
     assert not (out / "floor.json").exists()  # the best program runs: the skeleton is not needed
     assert "best program: call 1, score" in capsys.readouterr().out
+
+
+def test_the_finish_record_keeps_its_json_form():
+    from codeworld.synthesis.types import FinishRecord
+
+    data = {"call": 3, "floor": {"skipped": "the best program runs"},
+            "compose": {"status": "too_few", "calls": [3], "best_before": 0.5, "score": None,
+                        "became_best": False},
+            "speed": {"compiled": True, "ported": False, "how": "as_written", "steps_per_s": 1e5}}
+    record = FinishRecord.from_json(data)
+    assert record.call == 3 and record.fit is None and record.compose["status"] == "too_few"
+    assert json.dumps(record.to_json()) == json.dumps(data)  # same keys, in the same order
+    assert FinishRecord(skipped="no program").to_json() == {"skipped": "no program"}
+    assert FinishRecord().to_json() == {}

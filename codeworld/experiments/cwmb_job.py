@@ -153,7 +153,7 @@ def run_cwmb_job(job: Job, workdir: str) -> dict:
         "scores": None,
         "planning": None,
         "synthesis_seconds": synthesis_seconds,
-        "finish": result.finish,
+        "finish": result.finish.to_json(),
         "outcomes": run_outcomes(run_dir.path),
         "split": evaluator.split.to_json(),
         # improvements that left the score where it was (GIF-MCTS; None for other methods)

@@ -86,11 +86,11 @@ def add_synthesis(table: ResultTable, result: Any, *, budget: int, time_limit: f
     table.data.update(best_call=None if result.best_seed else result.best_call + 1,
                       best_seed=result.best_seed, best_buggy=ev.buggy,
                       search_score=None if ev.buggy else ev.score)
-    compose = result.finish.get("compose")
+    compose = result.finish.compose
     if compose:
         table.add("composition", compose_verdict(compose))
         table.data["compose"] = compose
-    fit = result.finish.get("fit")
+    fit = result.finish.fit
     if fit and "accepted" in fit:
         verdict = ("kept" + (", now the best program" if fit.get("became_best") else "")
                    if fit["accepted"] else "not kept")
@@ -99,7 +99,7 @@ def add_synthesis(table: ResultTable, result: Any, *, budget: int, time_limit: f
                                   f" ({verdict})")
         table.data["fit"] = {k: fit.get(k) for k in ("accepted", "became_best", "heldout_before",
                                                        "heldout_after", "score_before", "score_after")}
-    speed = result.finish.get("speed")
+    speed = result.finish.speed
     if speed and "compiled" in speed:
         rate = speed.get("steps_per_s")
         table.add("speed", ("compiled" if speed["compiled"] else "Python path")

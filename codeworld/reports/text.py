@@ -55,7 +55,7 @@ def score_lines(report: dict) -> list[str]:
 def best_origin(result) -> str:
     """Where the run's best program came from: ``call N``, or the skeleton when every program
     the search wrote was buggy."""
-    if (result.finish.get("floor") or {}).get("became_best"):
+    if (result.finish.floor or {}).get("became_best"):
         return "the skeleton (every program the search wrote was buggy)"
     if getattr(result, "best_seed", None):
         from codeworld.reports.summaries import SEED_NAMES
@@ -75,12 +75,12 @@ def summary_text(result) -> str:
         state = "buggy" if ev.buggy else f"score {ev.score:.4f}"
         lines.append(f"best program: {best_origin(result)}, {state}")
         lines.extend(score_lines(ev.report))
-    compose = result.finish.get("compose")
+    compose = result.finish.compose
     if compose:
         from codeworld.worlds.cwmb.finish import compose_verdict
 
         lines.append(f"  composition:   {compose_verdict(compose)}")
-    fit = result.finish.get("fit")
+    fit = result.finish.fit
     if fit and "skipped" in fit:
         lines.append(f"  constant fit:  skipped, {fit['skipped']}")
     elif fit:
@@ -89,7 +89,7 @@ def summary_text(result) -> str:
             verdict += (f" (held-out {fit['heldout_before']:.4f} -> {fit['heldout_after']:.4f}"
                         f"{', now the best program' if fit['became_best'] else ''})")
         lines.append(f"  constant fit:  {verdict}")
-    speed = result.finish.get("speed")
+    speed = result.finish.speed
     if speed:
         how = {"as_written": "compiled as written", "python": "Python path (no compiled form)"}.get(
             speed["how"], f"compiled after a port ({speed['how']})")

@@ -21,8 +21,8 @@ from typing import Any, Callable
 
 from codeworld.synthesis.config import SamplingConfig
 from codeworld.synthesis.run_dir import RunDir
-from codeworld.synthesis.types import (FIX, ChatModel, Evaluator, Outcome, ProgramEvaluation, PromptBuilder, Request,
-                                       Search, Seed, seed_call)
+from codeworld.synthesis.types import (FIX, ChatModel, Evaluator, FinishRecord, Outcome, ProgramEvaluation,
+                                       PromptBuilder, Request, Search, Seed, seed_call)
 
 # The finish reason recorded for a call whose prompt did not fit the model's context window.
 PROMPT_TOO_LONG = "prompt_too_long"
@@ -138,7 +138,7 @@ class SynthesisResult:
     search: Search
     run_dir: RunDir | None = None
     history: list[dict] = field(default_factory=list)
-    finish: dict = field(default_factory=dict)
+    finish: FinishRecord = field(default_factory=FinishRecord)
     fast_program: str | None = None
     programs: list[tuple[int, str, float]] = field(default_factory=list)
     best_seed: str | None = None

@@ -109,6 +109,44 @@ class Evaluator:
         return None
 
 
+@dataclass(frozen=True)
+class FinishRecord:
+    """What a world's finish step did to a run's best program (`World.finish`; a CWMB world's:
+    `codeworld.worlds.cwmb.finish.finish_run`). Each step's summary is the JSON-ready data that
+    step keeps (its full record is a file of the run directory); a step that did not run is None.
+
+    Attributes:
+        call: the call that wrote the best program the steps started from.
+        skipped: why no step ran (``"no program"``); None when they could.
+        floor: the skeleton in place of a buggy best (``skeleton_score``, ``became_best``), or
+            why not (``skipped``).
+        compose: the composition (``status``, ``calls``, ``best_before``, ``score``,
+            ``became_best``).
+        fit: the constant fit (``accepted``, ``became_best``, ``heldout_before``,
+            ``heldout_after``, ``score_before``, ``score_after``), or why not (``skipped``).
+        speed: the speed step (``compiled``, ``ported``, ``how``, ``steps_per_s``).
+    """
+
+    call: int | None = None
+    skipped: str | None = None
+    floor: dict | None = None
+    compose: dict | None = None
+    fit: dict | None = None
+    speed: dict | None = None
+
+    def to_json(self) -> dict:
+        """The record as JSON data: the fields that are set (an empty record is ``{}``)."""
+        return {k: v for k, v in (("skipped", self.skipped), ("call", self.call), ("floor", self.floor),
+                                  ("compose", self.compose), ("fit", self.fit), ("speed", self.speed))
+                if v is not None}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "FinishRecord":
+        """The record `to_json` wrote (a key it does not know is left out)."""
+        return cls(**{k: data[k] for k in ("call", "skipped", "floor", "compose", "fit", "speed")
+                      if k in data})
+
+
 # The call id of a world's k-th seed program (`Seed`): below -1, which means "from scratch".
 SEED_CALL = -2
 
@@ -175,7 +213,7 @@ class World:
     Attributes:
         prompts: turns requests into messages and completions into programs.
         evaluator: scores programs.
-        finish: ``finish(result, config, run_dir) -> record`` after the search (a CWMB world
+        finish: ``finish(result, config, run_dir) -> FinishRecord`` after the search (a CWMB world
             composes, fits and speeds up its best program: `codeworld.worlds.cwmb.finish`); None
             when the world has no such step.
         seeds: programs the world wrote before the search (the data model, the floor), which
@@ -185,7 +223,7 @@ class World:
 
     prompts: "PromptBuilder"
     evaluator: Evaluator
-    finish: Callable[..., dict] | None = None
+    finish: Callable[..., FinishRecord] | None = None
     seeds: tuple[Seed, ...] = ()
     assists: Assists | None = None
 

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from codeworld.model_worker import PROGRAM_TIMEOUT_S
-from codeworld.synthesis.types import FIX, GENERATE, IMPROVE, Evaluator, ProgramEvaluation, Request, World
+from codeworld.synthesis.types import (FIX, GENERATE, IMPROVE, Evaluator, FinishRecord, ProgramEvaluation, Request,
+                                       World)
 
 if TYPE_CHECKING:
     from codeworld.envs.buffer_format import EpisodeSplit, ReplayBuffer
@@ -526,7 +527,7 @@ def make_cwmb_world(env_id: str, assist: AssistConfig | None = None,
 
 
 def _finish(evaluator: ScorerEvaluator, result: SynthesisResult, config: FinishConfig,
-            run_dir: RunDir | None) -> dict:
+            run_dir: RunDir | None) -> FinishRecord:
     from codeworld.worlds.cwmb.finish import finish_run
 
     return finish_run(result, evaluator, config, run_dir)

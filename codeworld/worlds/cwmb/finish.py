@@ -25,6 +25,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from codeworld.synthesis.config import FinishConfig
+from codeworld.synthesis.types import FinishRecord
 
 if TYPE_CHECKING:
     from codeworld.scoring.scorer import Scorer
@@ -114,8 +115,8 @@ def _compose(result: SynthesisResult, evaluator: ScorerEvaluator, scorer: Scorer
 
 
 def finish_run(result: SynthesisResult, evaluator: ScorerEvaluator, config: FinishConfig,
-               run_dir: RunDir | None = None) -> dict:
-    """Fit and speed up `result`'s best program in place; returns the record saved in the run.
+               run_dir: RunDir | None = None) -> FinishRecord:
+    """Fit and speed up `result`'s best program in place; returns what each step did.
 
     Args:
         result: the `SynthesisResult` (its best program and evaluation may be replaced).
@@ -125,7 +126,7 @@ def finish_run(result: SynthesisResult, evaluator: ScorerEvaluator, config: Fini
         run_dir: the run directory to write into, if any.
     """
     if result.best_program is None or result.best_evaluation is None:
-        return {"skipped": "no program"}
+        return FinishRecord(skipped="no program")
     scorer, timeout_s = evaluator.scorer, evaluator.timeout_s
     record: dict = {"call": result.best_call}
 
@@ -173,4 +174,4 @@ def finish_run(result: SynthesisResult, evaluator: ScorerEvaluator, config: Fini
         if speed.ported:
             result.fast_program = speed.source
         record["speed"] = {k: speed_record[k] for k in ("compiled", "ported", "how", "steps_per_s")}
-    return record
+    return FinishRecord(**record)
