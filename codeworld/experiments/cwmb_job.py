@@ -29,6 +29,9 @@ from codeworld.planning.evaluate import DECISION_TIMEOUT_S
 if TYPE_CHECKING:
     from codeworld.envs.buffer_format import EpisodeSplit, ReplayBuffer
     from codeworld.envs.registry import EnvSpec
+    from codeworld.synthesis.config import FinishConfig
+    from codeworld.synthesis.registry import Method
+    from codeworld.synthesis.types import MethodConfig
 
 # What a job does when its options do not say (planning follows the paper: 10 episodes).
 CWMB_JOB_DEFAULTS: dict[str, Any] = {
@@ -55,7 +58,7 @@ def job_options(job: Job) -> dict[str, Any]:
     return {**CWMB_JOB_DEFAULTS, **job.options}
 
 
-def finish_config(job: Job, options: dict[str, Any]):
+def finish_config(job: Job, options: dict[str, Any]) -> FinishConfig:
     """The job's `FinishConfig`: the ``finish`` option, then its method variant's ``finish.`` fields."""
     from codeworld.synthesis.config import FinishConfig
 
@@ -65,7 +68,7 @@ def finish_config(job: Job, options: dict[str, Any]):
     return FinishConfig(**fields)
 
 
-def job_config(job: Job, options: dict[str, Any]):
+def job_config(job: Job, options: dict[str, Any]) -> tuple[Method, MethodConfig]:
     """(method, config) of a job: the registry's method, its ablation variant and overrides."""
     from codeworld.synthesis import get_method
     from codeworld.overrides import config_with_overrides
