@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from codeworld.scoring.scorer import Scorer
     from codeworld.synthesis.run_dir import RunDir
     from codeworld.synthesis.runner import SynthesisResult
+    from codeworld.synthesis.types import ProgramEvaluation
     from codeworld.worlds.cwmb.cwmb import ScorerEvaluator
 
 FLOOR_FILE = "floor.json"
@@ -100,19 +101,26 @@ def _compose(result: SynthesisResult, evaluator: ScorerEvaluator, scorer: Scorer
     if composition.source is not None:
         evaluation = evaluator.evaluate(composition.source)
         compose_record["score"] = None if evaluation.buggy else evaluation.score
-        if not evaluation.buggy and evaluation.score > result.best_evaluation.score:
-            result.best_program = composition.source
-            result.best_evaluation = evaluation
-            compose_record["became_best"] = True
-            if run_dir is not None:
-                run_dir.save_best(result.best_call, composition.source, evaluation,
-                                  {"composed_from": composition.calls})
+        compose_record["became_best"] = _take_if_better(
+            result, composition.source, evaluation, run_dir, {"composed_from": composition.calls})
         if run_dir is not None:
             run_dir.save_text(COMPOSED_MODEL_FILE, composition.source)
     if run_dir is not None:
         run_dir.save_record(COMPOSE_FILE, compose_record)
     return {k: compose_record[k] for k in ("status", "calls", "best_before", "score", "became_best")}
 
+
+
+def _take_if_better(result: SynthesisResult, source: str, evaluation: ProgramEvaluation,
+                    run_dir: RunDir | None, note: dict) -> bool:
+    """Make ``source`` the run's best program when it is healthy and scores higher than the
+    best, saved with ``note`` (what it was made from); whether it became the best."""
+    if evaluation.buggy or evaluation.score <= result.best_evaluation.score:
+        return False
+    result.best_program, result.best_evaluation = source, evaluation
+    if run_dir is not None:
+        run_dir.save_best(result.best_call, source, evaluation, note)
+    return True
 
 def finish_run(result: SynthesisResult, evaluator: ScorerEvaluator, config: FinishConfig,
                run_dir: RunDir | None = None) -> FinishRecord:
@@ -146,13 +154,8 @@ def finish_run(result: SynthesisResult, evaluator: ScorerEvaluator, config: Fini
         if fit.accepted:
             evaluation = evaluator.evaluate(fit.source)
             fit_record["evaluation_score"] = evaluation.score
-            if not evaluation.buggy and evaluation.score > result.best_evaluation.score:
-                result.best_program = fit.source
-                result.best_evaluation = evaluation
-                fit_record["became_best"] = True
-                if run_dir is not None:
-                    run_dir.save_best(result.best_call, fit.source, evaluation,
-                                      {"fitted_from": result.best_call})
+            fit_record["became_best"] = _take_if_better(
+                result, fit.source, evaluation, run_dir, {"fitted_from": result.best_call})
         if run_dir is not None:
             run_dir.save_record(FIT_FILE, fit_record)
             if fit.fitted_source is not None:
