@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from codeworld.synthesis import GifMcts, GifMctsConfig, Rex, RunDir, RunSpec, synthesize
-from codeworld.synthesis.checks import static_problems
+from codeworld.worlds.cwmb.checks import static_problems
 from codeworld.synthesis.fakes import EchoPrompts, FakeEvaluator, ScriptedLLM, fake_program
 from codeworld.synthesis.types import GENERATE, IMPROVE, Seed
 from codeworld.worlds.cwmb.data_model import build_data_model

@@ -12,7 +12,7 @@ import pytest
 from codeworld.cli import main
 from codeworld.envs.registry import EnvSpec
 from codeworld.synthesis import AssistConfig, GifMcts, Rex, RunDir, RunSpec, synthesize
-from codeworld.synthesis.checks import static_problems
+from codeworld.worlds.cwmb.checks import static_problems
 from codeworld.worlds.cwmb.cwmb import CwmbPrompts, make_cwmb_world
 from codeworld.synthesis.fakes import ScriptedLLM
 from codeworld.worlds.cwmb.feedback import summarize_errors

@@ -47,7 +47,8 @@ class AssistConfig:
             the answer with the skeleton's head (`codeworld.worlds.cwmb.scaffold`).
         checks: static checks (undefined names, state unpacking and indexing against the state
             length, a missing ``step``) and a smoke run in the sandbox before the full scoring
-            pass, and mechanical repairs that need no LLM (`codeworld.synthesis.checks`).
+            pass, and mechanical repairs that need no LLM (`codeworld.worlds.cwmb.checks`,
+            `codeworld.synthesis.repairs`).
         smoke_transitions: how many of the buffer's first transitions the smoke run steps.
         error_summary: *improve* prompts summarize the errors over the whole buffer (per state
             component, reward, done, a few transitions from different error groups) instead of
