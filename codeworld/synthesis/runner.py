@@ -331,7 +331,7 @@ def _event(request: Request, outcome: Outcome, best: float, budget: int, tokens:
     return {"call": request.call, "action": request.action, "score": 0.0 if ev.buggy else ev.score,
             "buggy": ev.buggy, "best": best, "budget": budget, "tokens": tokens,
             "replayed": replayed, "duplicate_of": ev.report.get("duplicate_of"),
-            "fitted_from": (ev.report.get("fitted") or {}).get("score_before")}
+            "fitted_from": ev.fit_note.score_before if ev.fit_note else None}
 
 
 def synthesize(search: Search, *, llm: ChatModel | None, prompts: PromptBuilder, evaluator: Evaluator,

@@ -8,8 +8,8 @@ protocols below, so the search logic is tested with a scripted LLM and a fake ev
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Protocol, runtime_checkable
+from dataclasses import asdict, dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from codeworld.synthesis.checks import StaticProblem
@@ -44,6 +44,30 @@ class MethodConfig(Protocol):
 
 
 @dataclass(frozen=True)
+class FitNote:
+    """What a program's evaluation says when the search replaced the program by its constants
+    fitted to the data (`Evaluator.refine`; `ProgramEvaluation.fit_note`).
+
+    Attributes:
+        score_before: the score of the program as the LLM wrote it.
+        constants: how many constants the fit changed.
+    """
+
+    score_before: float
+    constants: int = 0
+
+    KEY: ClassVar[str] = "fitted"  # the note's key in the evaluation's report (its JSON form)
+
+    def to_json(self) -> dict:
+        return {"score_before": self.score_before, "constants": self.constants}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "FitNote":
+        """The note `to_json` wrote."""
+        return cls(score_before=float(data["score_before"]), constants=int(data.get("constants", 0)))
+
+
+@dataclass(frozen=True)
 class ProgramEvaluation:
     """What the scorer says about one program, reduced to what the search needs.
 
@@ -65,6 +89,17 @@ class ProgramEvaluation:
 
     def to_json(self) -> dict:
         return asdict(self)
+
+    @property
+    def fit_note(self) -> FitNote | None:
+        """The note of a program the search replaced by its constants fitted to the data (its
+        report's ``"fitted"``); None for a program as the LLM wrote it."""
+        data = self.report.get(FitNote.KEY)
+        return FitNote.from_json(data) if data else None
+
+    def with_fit_note(self, note: FitNote) -> "ProgramEvaluation":
+        """This evaluation with `note` in its report (a fitted program's evaluation)."""
+        return replace(self, report={**self.report, FitNote.KEY: note.to_json()})
 
     @classmethod
     def from_json(cls, data: dict) -> "ProgramEvaluation":

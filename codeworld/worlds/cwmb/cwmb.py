@@ -16,9 +16,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from codeworld.model_worker import PROGRAM_TIMEOUT_S
-from codeworld.worlds.cwmb.feedback import SUMMARY_HEAD, Targets, target_of
-from codeworld.synthesis.types import (FIX, GENERATE, IMPROVE, Evaluator, FinishRecord, ProgramEvaluation, Request,
-                                       World)
+from codeworld.synthesis.types import (FIX, GENERATE, IMPROVE, Evaluator, FinishRecord, FitNote, ProgramEvaluation,
+                                       Request, World)
 
 if TYPE_CHECKING:
     from codeworld.envs.buffer_format import EpisodeSplit, ReplayBuffer
@@ -76,9 +75,6 @@ class CwmbPrompts:
         self.starter = starter
         self.form = ("" if scaffold is None else
                      "\n## The form of the program\n\n" + scaffold.prompt_text() + "\n")
-        # a targeted improve's form: the names alone (its request says what the data shows)
-        self.names_form = ("" if scaffold is None else "\n## The names of the state\n\n"
-                           + scaffold.state_text() + "\n" + scaffold.action_text() + ".\n")
         if data:
             self.form += "\n" + data
 
@@ -119,8 +115,6 @@ class CwmbPrompts:
                     f"- predicted done: {format_value(bool(predicted['done']))}"])
             else:
                 evidence = "What it gets wrong:\n\n" + request.feedback
-            if target_of(request.feedback) is not None:  # short: a small model copies long prompts
-                form = self.names_form
             return render_cwmb("improve", description=d, form=form, program=request.program,
                                evidence=evidence)
         if request.action in (IMPROVE, FIX):
@@ -139,6 +133,7 @@ class CwmbPrompts:
             return None
 
 
+SUMMARY_HEAD = "Over all "
 # A score this close to 1 leaves nothing for a constant fit to gain.
 PERFECT = 1.0 - 1e-9
 # The search signal of a program right within the sound tolerances on every training transition
@@ -205,8 +200,6 @@ class ScorerEvaluator(Evaluator):
         self.split = split
         self.skeleton: str | None = None
         self.detect_copies = False
-        # what a targeted summary says about each component (None: the plain summary)
-        self.targets: Targets | None = None
 
     def prepare(self, program: str, parent: str = "") -> tuple[str, list[dict]]:
         """The program after its mechanical repairs, and the repairs (empty with checks off).
@@ -235,8 +228,7 @@ class ScorerEvaluator(Evaluator):
         fitted = self.evaluate(fit.source)
         if fitted.buggy or fitted.score <= evaluation.score:
             return None
-        fitted.report["fitted"] = {"score_before": evaluation.score,
-                                   "constants": len(fit.constants or [])}
+        fitted = fitted.with_fit_note(FitNote(evaluation.score, len(fit.constants or [])))
         return fit.source, fitted, fit.to_json()
 
     def evaluate(self, program: str) -> ProgramEvaluation:
@@ -393,22 +385,13 @@ class ScorerEvaluator(Evaluator):
     def error_summary(self, predictions: Predictions) -> str:
         """The summary of a healthy program's errors over the buffer (`summarize_errors`)."""
         from codeworld.scoring.scorer import SOUND, tolerances
-        from codeworld.worlds.cwmb.feedback import summarize_errors, targeted_errors
+        from codeworld.worlds.cwmb.feedback import summarize_errors
 
         buf, spec = self.scorer.buffer, self.scorer.spec
         tol = tolerances(spec, self.scorer.mode)
         k = int(predictions.n_predicted)
         names = self.names or tuple(f"s{i}" for i in range(spec.obs_dim))
         true_done = buf.terminated if self.scorer.mode == SOUND else buf.dones
-        if self.targets is not None:
-            return targeted_errors(
-                states=buf.obs[:k], actions=buf.actions[:k], next_states=buf.next_obs[:k],
-                rewards=buf.rewards[:k], dones=true_done[:k],
-                predicted_states=predictions.next_states[:k],
-                predicted_rewards=predictions.rewards[:k], predicted_dones=predictions.dones[:k],
-                names=names, state_atol=tol.state_atol, state_rtol=tol.state_rtol,
-                reward_atol=tol.reward_atol, reward_rtol=tol.reward_rtol, discrete=spec.discrete,
-                targets=self.targets, max_tokens=self.assist.summary_tokens)
         return summarize_errors(
             states=buf.obs[:k], actions=buf.actions[:k], next_states=buf.next_obs[:k],
             rewards=buf.rewards[:k], dones=true_done[:k],
@@ -536,9 +519,6 @@ def make_cwmb_world(env_id: str, assist: AssistConfig | None = None,
     # an answer that hands the skeleton back is recognised as a copy (the runner's `normalized`)
     evaluator.skeleton = scaffold.skeleton() if assist.scaffold else None
     evaluator.detect_copies = assist.copies
-    from codeworld.worlds.cwmb.feedback import build_targets
-
-    evaluator.targets = build_targets(description, scaffold.names, found, data)
     from codeworld.worlds.cwmb.data_model import world_seeds
 
     seeds = world_seeds(scorer, scaffold, found if assist.relations else None, assist)

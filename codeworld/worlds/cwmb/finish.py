@@ -143,7 +143,7 @@ def finish_run(result: SynthesisResult, evaluator: ScorerEvaluator, config: Fini
     if config.compose and not result.best_evaluation.buggy:
         record["compose"] = _compose(result, evaluator, scorer, config, timeout_s, run_dir)
 
-    if config.fit_constants and result.best_evaluation.report.get("fitted"):
+    if config.fit_constants and result.best_evaluation.fit_note:
         # the search already replaced this program by its fit: fitting it again repeats the work
         record["fit"] = {"skipped": "its constants were fitted in the search"}
     elif config.fit_constants and not result.best_evaluation.buggy:
