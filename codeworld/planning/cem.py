@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from codeworld.planning.planners import ModelAccess
+from codeworld.planning.support import SupportConfig
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,8 @@ class CemConfig:
             executed (only matters when replanning).
         threads: threads rolling out the samples through a compiled model (0: every core this
             process may use). Plans do not depend on it, so cached baselines ignore it.
+        support: where the model is trusted (`codeworld.planning.support.SupportConfig`; off by
+            default; the oracle ignores it).
     """
 
     horizon: int = 100
@@ -52,6 +55,7 @@ class CemConfig:
     replan_every: int | None = None
     warm_start: bool = True
     threads: int = 1
+    support: SupportConfig = SupportConfig()
 
     def __post_init__(self) -> None:
         if self.threads < 0:

@@ -28,8 +28,8 @@ import numpy as np
 
 from codeworld.planning.planners import ModelAccess, decision_seed
 from codeworld.planning.protocol import Protocol, default_config, get_protocol
-from codeworld.planning.registry import (SPEED_ONLY_FIELDS, config_to_dict, get_planner, make_planner,
-                                         planner_of)
+from codeworld.planning.registry import (MODEL_ONLY_FIELDS, SPEED_ONLY_FIELDS, config_to_dict, get_planner,
+                                         make_planner, planner_of)
 
 if TYPE_CHECKING:
     from codeworld.envs import EnvSpec
@@ -271,6 +271,11 @@ def run_model(spec: EnvSpec, source: str, config=None, episodes: int = 10, seed:
     reset_args = {"config": config_to_dict(config), "n_actions": spec.n_actions,
                   "action_low": list(spec.action_low), "action_high": list(spec.action_high),
                   "planner_module": planner_of(config).planner_class.__module__}
+    support = getattr(config, "support", None)
+    if support is not None and support.on:  # the training data's support, tested in the worker
+        from codeworld.planning.support import support_of
+
+        reset_args["support"] = support_of(spec, support).to_dict()
     try:
         def decide(env, obs, episode, t):
             nonlocal model_steps
@@ -294,8 +299,9 @@ def run_model(spec: EnvSpec, source: str, config=None, episodes: int = 10, seed:
 
 
 def oracle_key_config(config: dict) -> dict:
-    """A planner config as oracle results are keyed by: without the fields that change only speed."""
-    return {k: v for k, v in config.items() if k not in SPEED_ONLY_FIELDS}
+    """A planner config as oracle results are keyed by: without the fields that change only speed
+    and those the oracle ignores."""
+    return {k: v for k, v in config.items() if k not in SPEED_ONLY_FIELDS | MODEL_ONLY_FIELDS}
 
 
 def reference_key_of(policy: str, result: PlanEvaluation) -> dict:

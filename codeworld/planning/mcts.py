@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from codeworld.planning.planners import ModelAccess
+from codeworld.planning.support import SupportConfig
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,8 @@ class MctsConfig:
         python_wave_size: wave size for models on the batched Python path, which is called
             once per wave and rollout depth: larger waves mean fewer Python calls and a search
             further from sequential UCT (ours, not the paper's).
+        support: where the model is trusted (`codeworld.planning.support.SupportConfig`; off by
+            default; the oracle ignores it).
     """
 
     num_simulations: int = 25
@@ -36,6 +39,7 @@ class MctsConfig:
     gamma: float = 0.99
     wave_size: int = 1
     python_wave_size: int = 8
+    support: SupportConfig = SupportConfig()
 
     def __post_init__(self) -> None:
         if self.num_simulations < 1 or self.rollout_depth < 0:

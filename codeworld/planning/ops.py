@@ -49,11 +49,13 @@ def python_step_batch(model: cwm.LoadedModel):
 
 
 def plan_reset(ctx, config: dict, n_actions: int = 0, action_low=(), action_high=(),
-               planner_module: str | None = None) -> dict:
+               planner_module: str | None = None, support: dict | None = None) -> dict:
     """Create the planner for a new episode. Returns how the model is reached.
 
     `planner_module` is the module that defines the planner: imported here when the planner is not
-    registered yet (one registered outside codeworld registers itself there).
+    registered yet (one registered outside codeworld registers itself there). `support` is the
+    training data's support (`codeworld.planning.support.Support.to_dict`) when the config's
+    support setting is on: the model is then reached through it.
     """
     model = loaded_model(ctx)
     if planner_module and config.get("planner") not in PLANNERS:
@@ -65,8 +67,16 @@ def plan_reset(ctx, config: dict, n_actions: int = 0, action_low=(), action_high
         planner = make_planner(cfg, spec)
         ctx.state["planner"] = planner
     planner.reset()
-    ctx.state["planner_access"] = ModelAccess(compiled=model if model.compiled else None,
-                                              step_batch=python_step_batch(model))
+    access = ModelAccess(compiled=model if model.compiled else None, step_batch=python_step_batch(model))
+    if support is not None and getattr(cfg, "support", None) is not None and cfg.support.on:
+        from codeworld.planning.support import Support, wrap_access
+
+        wrapped = ctx.state.get("support_access")  # compiling the wrapper once per setting
+        if wrapped is None or wrapped[0] != cfg.support:
+            wrapped = (cfg.support, wrap_access(access, Support.from_dict(cfg.support, support)))
+            ctx.state["support_access"] = wrapped
+        access = wrapped[1]
+    ctx.state["planner_access"] = access
     return {"access": "compiled" if model.compiled else "python", "compile_error": model.compile_error}
 
 

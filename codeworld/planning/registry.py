@@ -10,7 +10,7 @@ that defines it, so that a sandbox worker importing that module finds it too (se
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import asdict, dataclass, fields, is_dataclass, replace
 from typing import Any
 
 from codeworld.planning.cem import CemConfig, CemPlanner
@@ -94,12 +94,19 @@ def make_config(planner: str, **overrides: Any):
     unknown = sorted(set(overrides) - names)
     if unknown:
         raise TypeError(f"{cls.__name__} has no field(s) {', '.join(unknown)} (fields: {', '.join(sorted(names))})")
-    return replace(cls(), **overrides)
+    config = cls()
+    for name, value in overrides.items():  # a nested config (such as `support`) given as a dict
+        default = getattr(config, name)
+        if is_dataclass(default) and isinstance(value, dict):
+            overrides[name] = type(default)(**value)
+    return replace(config, **overrides)
 
 
 def config_to_dict(config) -> dict:
     """A config as a plain dict with its planner name (for caches, reports and the worker)."""
-    return {"planner": planner_of(config).name, **{f.name: getattr(config, f.name) for f in fields(config)}}
+    values = {f.name: getattr(config, f.name) for f in fields(config)}
+    return {"planner": planner_of(config).name,
+            **{k: asdict(v) if is_dataclass(v) else v for k, v in values.items()}}
 
 
 def config_from_dict(data: dict):
@@ -121,6 +128,8 @@ def lookahead(config, default: int = 30) -> int:
 
 # Fields that change how fast a plan is made, not which plan: left out of cache keys.
 SPEED_ONLY_FIELDS = frozenset({"threads"})
+# Fields the oracle ignores (it plans on the true simulator): left out of its cache and reference keys.
+MODEL_ONLY_FIELDS = frozenset({"support"})
 
 
 def make_planner(config, spec) -> Planner:
