@@ -74,3 +74,42 @@ def test_a_named_protocol_sets_the_episodes_and_their_cap(tmp_path, monkeypatch)
     result = evaluate("Pendulum-v1", policies=("random",), protocol="short")
     assert (result.episodes, result.max_steps, result.protocol) == (3, 100, "short")
     assert result.random.lengths == [100, 100, 100]
+
+
+def _plan(capsys, *argv: str) -> tuple[int, dict | None, str]:
+    from codeworld.cli import main
+
+    status = main(["plan", *argv])
+    captured = capsys.readouterr()
+    return status, json.loads(captured.out) if status == 0 and "--json" in argv else None, captured.err.strip()
+
+
+def test_plan_under_the_paper_protocol_reads_the_package_reference_table(tmp_path, monkeypatch, capsys):
+    """The oracle's paper-protocol returns come from the committed table (no planning here)."""
+    monkeypatch.setenv("CODEWORLD_CACHE_DIR", str(tmp_path / "cache"))
+    status, record, _ = _plan(capsys, "Pendulum-v1", "--protocol", "paper", "--oracle-only", "--json")
+    assert status == 0 and record["protocol"] == "paper"
+    assert (record["episodes"], record["max_steps"], record["config"]["horizon"]) == (10, None, 100)
+    assert record["oracle"]["cached"] and len(record["oracle"]["returns"]) == 10
+
+
+def test_plan_takes_a_protocols_episodes_and_cap_unless_given(tmp_path, monkeypatch, capsys):
+    _reference(tmp_path, monkeypatch)
+    status, record, _ = _plan(capsys, "Pendulum-v1", "--protocol", "short", "--random-only", "--json")
+    assert status == 0 and (record["protocol"], record["episodes"], record["max_steps"]) == ("short", 3, 100)
+    assert record["random"]["lengths"] == [100, 100, 100]
+    # A number given overrides the protocol's, and the record no longer claims to follow it.
+    status, record, _ = _plan(capsys, "Pendulum-v1", "--protocol", "short", "--episodes", "1", "--random-only",
+                              "--json")
+    assert status == 0 and (record["protocol"], record["episodes"], record["max_steps"]) == (None, 1, 100)
+    assert record["random"]["lengths"] == [100]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--protocol", "papr"], "unknown protocol 'papr' (known: paper, short)"),
+    (["--protocol", "short", "--episodes", "0"], "--episodes must be at least 1"),
+])
+def test_plan_refuses_a_bad_protocol_setting_in_one_line(argv, message, tmp_path, monkeypatch, capsys):
+    _reference(tmp_path, monkeypatch)
+    status, _, err = _plan(capsys, "Pendulum-v1", "--random-only", *argv)
+    assert status == 2 and err == f"codeworld plan: {message}"

@@ -13,16 +13,15 @@ import json
 import sys
 
 from codeworld.commands import positive_float, positive_int, read_model_file
+from codeworld.envs.arguments import ENV_HELP, add_env_arguments
 
 EXIT_OK = 0
 EXIT_MODEL_FAILED = 1
 EXIT_USAGE = 2
 
 
-from codeworld.envs.arguments import ENV_HELP, add_env_arguments
-
-
 def register(subparsers: argparse._SubParsersAction) -> None:
+    from codeworld.planning.protocol import PROTOCOLS
     from codeworld.planning.registry import PLANNERS
 
     parser = subparsers.add_parser(
@@ -31,7 +30,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("env", help=ENV_HELP.split(", or logged data")[0] + " (planning needs a simulator)")
     parser.add_argument("model", nargs="?", default=None, help="path to the model program (.py)")
     add_env_arguments(parser, description=False)
-    parser.add_argument("--episodes", type=int, default=10, help="seeded episodes per policy (default 10)")
+    parser.add_argument("--protocol", default=None, metavar="NAME", help="a named evaluation protocol (its episodes "
+                        "and step cap unless given; random and oracle returns from the reference table where "
+                        "it has them): " + "; ".join(f"{p.name}: {p.summary}" for p in PROTOCOLS.values()))
+    parser.add_argument("--episodes", type=int, default=None, help="seeded episodes per policy (default 10)")
     parser.add_argument("--seed", type=int, default=0, help="episode i resets with seed + i (default 0)")
     parser.add_argument("--max-steps", type=positive_int, default=None, help="cap on steps per episode")
     parser.add_argument("--planner", choices=list(PLANNERS), default=None,
@@ -69,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
     from codeworld.model import ModelSourceError, check_model_source
     from codeworld.overrides import config_with_overrides, parse_overrides
     from codeworld.planning import evaluate, get_planner
-    from codeworld.planning.protocol import default_config
+    from codeworld.planning.protocol import default_config, resolve_protocol
     from codeworld.planning.evaluate import DEFAULT_DECISION_TIMEOUT_S
     from codeworld.reports.progress import EpisodeProgressBar
 
@@ -89,20 +91,13 @@ def run(args: argparse.Namespace) -> int:
               f"{spec.env_id} has {kind} ones", file=sys.stderr)
         return EXIT_USAGE
     try:
-        config = config_with_overrides(default_config(spec, args.max_steps, planner.name), parse_overrides(args.set))
-    except (TypeError, ValueError) as exc:
-        print(f"codeworld plan: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    if args.episodes < 1:
-        print("codeworld plan: --episodes must be at least 1", file=sys.stderr)
+        protocol, episodes, max_steps = resolve_protocol(args.protocol, args.episodes, args.max_steps)
+        config = config_with_overrides(default_config(spec, max_steps, planner.name), parse_overrides(args.set))
+    except (KeyError, TypeError, ValueError) as exc:
+        print(f"codeworld plan: {exc.args[0]}", file=sys.stderr)
         return EXIT_USAGE
 
-    if args.oracle_only:
-        policies: tuple[str, ...] = ("oracle",)
-    elif args.random_only:
-        policies = ("random",)
-    else:
-        policies = ("random", "oracle", "model")
+    policies = ("oracle",) if args.oracle_only else ("random",) if args.random_only else ("random", "oracle", "model")
     source = None
     if "model" in policies:
         if args.model is None:
@@ -118,10 +113,10 @@ def run(args: argparse.Namespace) -> int:
             print(f"codeworld plan: {exc}", file=sys.stderr)
             return EXIT_USAGE
 
-    progress = EpisodeProgressBar(args.episodes)
+    progress = EpisodeProgressBar(episodes)
     try:
-        result = evaluate(spec, source, config, episodes=args.episodes, seed=args.seed,
-                          max_steps=args.max_steps, policies=policies, use_cache=not args.no_cache,
+        result = evaluate(spec, source, config, episodes=episodes, seed=args.seed, max_steps=max_steps,
+                          protocol=protocol, policies=policies, use_cache=not args.no_cache,
                           decision_timeout_s=args.timeout or DEFAULT_DECISION_TIMEOUT_S,
                           compile=not args.no_compile, progress=progress)
     except ValueError as exc:  # e.g. an env without an oracle
@@ -135,7 +130,8 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(record, indent=2))
     else:
-        print(f"{spec.env_id}: {args.episodes} episodes from seed {args.seed}, planner {record['config']['planner']}")
+        followed = f", protocol {protocol.name}" if protocol else ""
+        print(f"{spec.env_id}: {episodes} episodes from seed {args.seed}{followed}, planner {planner.name}")
         print(f"  random  {_format(result.random)}")
         print(f"  oracle  {_format(result.oracle)}")
         if "model" in policies:

@@ -73,6 +73,31 @@ def get_protocol(protocol: str | Protocol) -> Protocol:
         raise KeyError(f"unknown protocol {protocol!r} (known: {', '.join(PROTOCOLS)})") from None
 
 
+def resolve_protocol(protocol: str | None, episodes: int | None = None,
+                     max_steps: int | None = None) -> tuple[Protocol | None, int, int | None]:
+    """What a command's ``--protocol``, ``--episodes`` and ``--max-steps`` ask for together.
+
+    Returns:
+        (the protocol, or None when there is none or either number overrides it (a record names a
+        protocol only when it followed it), the episodes, the step cap). Where a number is not
+        given it is the protocol's, else 10 episodes and the environment's own limit.
+
+    Raises:
+        KeyError: an unknown protocol (the message lists the known ones).
+        ValueError: fewer than one episode, or a cap below one step.
+    """
+    chosen = None if protocol is None else get_protocol(protocol)
+    if episodes is not None and episodes < 1:
+        raise ValueError("--episodes must be at least 1")
+    if max_steps is not None and max_steps < 1:
+        raise ValueError("--max-steps must be at least 1")
+    if chosen is None:
+        return None, 10 if episodes is None else episodes, max_steps
+    followed = (episodes in (None, chosen.episodes)) and (max_steps in (None, chosen.max_steps))
+    return (chosen if followed else None, chosen.episodes if episodes is None else episodes,
+            chosen.max_steps if max_steps is None else max_steps)
+
+
 def episode_cap(spec: EnvSpec, max_steps: int | None) -> int | None:
     """The most steps an episode may run: `max_steps`, else the environment's limit."""
     return max_steps if max_steps is not None else spec.max_episode_steps
