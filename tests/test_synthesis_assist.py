@@ -351,7 +351,7 @@ def test_improve_prompt_shows_the_error_summary_with_component_names(tmp_path):
     improve = json.loads((tmp_path / "run" / "calls" / "0001.json").read_text())
     assert improve["request"]["action"] == "improve"
     user = improve["messages"][1]["content"]
-    assert "- cart_position (state[0]): wrong in" in user and "Example (" in user
+    assert "Fix one thing: new " in user and "its largest errors (state, action" in user
     assert improve["messages"][-1]["content"].startswith("```python\n")
     world = make_cwmb_world("CartPole-v1", assist=AssistConfig(error_summary=False))
     off_prompts, off_evaluator = world.prompts, world.evaluator

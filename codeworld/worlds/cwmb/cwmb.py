@@ -10,12 +10,14 @@ with its line for *fix*, the first mispredicted transition for *improve*.
 from __future__ import annotations
 
 import functools
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from codeworld.model_worker import PROGRAM_TIMEOUT_S
+from codeworld.worlds.cwmb.feedback import SUMMARY_HEAD, Targets, target_of
 from codeworld.synthesis.types import (FIX, GENERATE, IMPROVE, Evaluator, FinishRecord, FitNote, ProgramEvaluation,
                                        Request, World)
 
@@ -75,6 +77,12 @@ class CwmbPrompts:
         self.starter = starter
         self.form = ("" if scaffold is None else
                      "\n## The form of the program\n\n" + scaffold.prompt_text() + "\n")
+        # a targeted improve's description and form: the description's first section and the
+        # names (its request quotes what the description and the data say about its component)
+        sections = re.split(r"\n(?=## )", description.strip() + "\n", maxsplit=2)
+        self.gist = "\n".join(sections[:2]).strip() + "\n"
+        self.names_form = ("" if scaffold is None else "\n## The names of the state\n\n"
+                           + scaffold.state_text() + "\n" + scaffold.action_text() + ".\n")
         if data:
             self.form += "\n" + data
 
@@ -115,6 +123,8 @@ class CwmbPrompts:
                     f"- predicted done: {format_value(bool(predicted['done']))}"])
             else:
                 evidence = "What it gets wrong:\n\n" + request.feedback
+            if target_of(request.feedback) is not None:  # short: a small model copies long prompts
+                d, form = self.gist, self.names_form
             return render_cwmb("improve", description=d, form=form, program=request.program,
                                evidence=evidence)
         if request.action in (IMPROVE, FIX):
@@ -133,7 +143,6 @@ class CwmbPrompts:
             return None
 
 
-SUMMARY_HEAD = "Over all "
 # A score this close to 1 leaves nothing for a constant fit to gain.
 PERFECT = 1.0 - 1e-9
 # The search signal of a program right within the sound tolerances on every training transition
@@ -200,6 +209,8 @@ class ScorerEvaluator(Evaluator):
         self.split = split
         self.skeleton: str | None = None
         self.detect_copies = False
+        # what a targeted summary says about each component (None: the plain summary)
+        self.targets: Targets | None = None
 
     def prepare(self, program: str, parent: str = "") -> tuple[str, list[dict]]:
         """The program after its mechanical repairs, and the repairs (empty with checks off).
@@ -385,13 +396,22 @@ class ScorerEvaluator(Evaluator):
     def error_summary(self, predictions: Predictions) -> str:
         """The summary of a healthy program's errors over the buffer (`summarize_errors`)."""
         from codeworld.scoring.scorer import SOUND, tolerances
-        from codeworld.worlds.cwmb.feedback import summarize_errors
+        from codeworld.worlds.cwmb.feedback import summarize_errors, targeted_errors
 
         buf, spec = self.scorer.buffer, self.scorer.spec
         tol = tolerances(spec, self.scorer.mode)
         k = int(predictions.n_predicted)
         names = self.names or tuple(f"s{i}" for i in range(spec.obs_dim))
         true_done = buf.terminated if self.scorer.mode == SOUND else buf.dones
+        if self.targets is not None:
+            return targeted_errors(
+                states=buf.obs[:k], actions=buf.actions[:k], next_states=buf.next_obs[:k],
+                rewards=buf.rewards[:k], dones=true_done[:k],
+                predicted_states=predictions.next_states[:k],
+                predicted_rewards=predictions.rewards[:k], predicted_dones=predictions.dones[:k],
+                names=names, state_atol=tol.state_atol, state_rtol=tol.state_rtol,
+                reward_atol=tol.reward_atol, reward_rtol=tol.reward_rtol, discrete=spec.discrete,
+                targets=self.targets, max_tokens=self.assist.summary_tokens)
         return summarize_errors(
             states=buf.obs[:k], actions=buf.actions[:k], next_states=buf.next_obs[:k],
             rewards=buf.rewards[:k], dones=true_done[:k],
@@ -511,7 +531,7 @@ def make_cwmb_world(env_id: str, assist: AssistConfig | None = None,
                               if assist.form_from_data else None)
     data, found = (_relations(scorer, scaffold.references, assist.structure,
                               assist.reward_from_old, assist.angles,
-                              _regression(assist))
+                              _regression(assist), description)
                    if assist.relations else ("", []))
     prompts = CwmbPrompts(description, scaffold if assist.scaffold else None, data,
                           starter_lines(found))
@@ -519,6 +539,9 @@ def make_cwmb_world(env_id: str, assist: AssistConfig | None = None,
     # an answer that hands the skeleton back is recognised as a copy (the runner's `normalized`)
     evaluator.skeleton = scaffold.skeleton() if assist.scaffold else None
     evaluator.detect_copies = assist.copies
+    from codeworld.worlds.cwmb.feedback import build_targets
+
+    evaluator.targets = build_targets(description, scaffold.names, found, data)
     from codeworld.worlds.cwmb.data_model import world_seeds
 
     seeds = world_seeds(scorer, scaffold, found if assist.relations else None, assist)
@@ -579,18 +602,20 @@ def make_run_world(run: Run, *, heldout_fraction: float | None = None,
 
 def _relations(scorer: Scorer, names, structure: bool = True,
                reward_from_old: bool = False, angles: bool = False,
-               regression: RegressionConfig | None = None) -> tuple[str, list]:
+               regression: RegressionConfig | None = None,
+               description: str = "") -> tuple[str, list]:
     """The prompt section of what the scorer's buffer shows: the fitted relations (in the
     scorer's tolerances), the rewards and the episode ends; and the relations found.
     ``reward_from_old``: the reward's formula may use the old state too; ``angles``: a
     cosine-sine pair may be fitted through its angle; ``regression``: a
-    `codeworld.fitting.RegressionConfig` for the components no linear fit gets right."""
+    `codeworld.fitting.RegressionConfig` for the components no linear fit gets right;
+    ``description``: its equations are candidate terms of the fits (`description_terms`)."""
     import numpy as np
 
     from codeworld.scoring.scorer import tolerances
-    from codeworld.worlds.cwmb.relations import (MANY_REWARD_VALUES, find_relations,
-                                                 find_reward_relation, outcomes_text,
-                                                 relations_text)
+    from codeworld.worlds.cwmb.relations import (MANY_REWARD_VALUES, description_terms,
+                                                 find_relations, find_reward_relation,
+                                                 outcomes_text, relations_text)
 
     spec, buf = scorer.spec, scorer.buffer
     tol = tolerances(spec, scorer.mode)
@@ -598,7 +623,8 @@ def _relations(scorer: Scorer, names, structure: bool = True,
                            n_actions=spec.n_actions, atol=tol.state_atol, rtol=tol.state_rtol,
                            mask=~np.asarray(buf.terminated, dtype=bool), structure=structure,
                            angles=angles, regression=regression,
-                           episodes=buf.episode_start)
+                           episodes=buf.episode_start,
+                           terms=description_terms(description, names, discrete=spec.discrete))
     outcomes = outcomes_text(buf.obs, buf.actions, buf.next_obs, buf.rewards, buf.terminated,
                              discrete=spec.discrete, names=names, n_actions=spec.n_actions)
     if structure and len(np.unique(buf.rewards)) > MANY_REWARD_VALUES:  # a formula, where one fits

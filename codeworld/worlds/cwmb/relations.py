@@ -17,6 +17,7 @@ state's. Nothing here knows an environment: it reads arrays, names and tolerance
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass, field, replace
 from types import SimpleNamespace
 from typing import TYPE_CHECKING
@@ -149,7 +150,7 @@ def find_relations(obs: np.ndarray, actions: np.ndarray, next_obs: np.ndarray, n
                    mask: np.ndarray | None = None, max_terms: int = 3,
                    digits: int = 4, structure: bool = True,
                    angles: bool = False, regression: RegressionConfig | None = None,
-                   episodes: np.ndarray | None = None) -> list[Relation]:
+                   episodes: np.ndarray | None = None, terms=()) -> list[Relation]:
     """Sparse linear fits of each component's change (see the module docstring).
 
     Args:
@@ -170,6 +171,8 @@ def find_relations(obs: np.ndarray, actions: np.ndarray, next_obs: np.ndarray, n
             often (`_regressed`); None: none.
         episodes: the episode of each transition (``episode_start``), for the regression's
             held-out episodes.
+        terms: (with `structure`) more candidate terms, formulas of the names and ``action``
+            (`formula_values`): the description's equations (`description_terms`).
 
     Returns:
         One `Relation` per component, in component order, whose fit is right on at least half
@@ -192,6 +195,14 @@ def find_relations(obs: np.ndarray, actions: np.ndarray, next_obs: np.ndarray, n
                                    else ([], []))  # after the plain terms
     columns += extra_columns
     labels += extra_labels
+    for term in terms if structure else ():
+        try:
+            column = formula_values(term, x, a, names, discrete=discrete)
+        except (ArithmeticError, LookupError, NameError, TypeError, ValueError):  # not of this data
+            continue
+        if np.all(np.isfinite(column)) and np.ptp(column) > 0 and term not in labels:
+            columns.append(column)
+            labels.append(term)
     candidates = np.stack(columns, axis=1) if columns else np.zeros((n, 0))
     relations: dict[int, Relation] = {}
     for i in range(d):
@@ -898,3 +909,103 @@ def relations_text(relations: list[Relation], n_transitions: int, max_lines: int
     if outcomes:
         parts.append("Rewards and episode ends:\n\n" + outcomes.rstrip("\n"))
     return "\n\n".join(parts) + "\n"
+
+
+# an equation as descriptions write it: in backticks, between dollar signs, or in italics
+_EQUATION = re.compile(r"`([^`\n]+)`|\$([^$\n]+)\$|^\*(\S[^\n]*\S)\*[.,]?$|(?<![*\w])\*([^*\n]+)\*(?![*\w])",
+                       re.MULTILINE)
+_CONSTANT = re.compile(r"\b([A-Za-z_]\w*)\s*=\s*(-?\d+(?:\.\d+)?(?:[eE]-?\d+)?)(?!\w|\.\d)(?!\s*[-+*/(])")
+_FUNCTIONS = {"sin", "cos", "tan", "exp", "log", "sqrt", "tanh", "atan2", "floor"}
+
+
+def description_terms(description: str, names, *, discrete: bool) -> list[str]:
+    """The candidate terms of the fits that the description's equations state: each equation
+    written in code or math form (``x_dot = ...``, ``$...$``, ``*...*``) is parsed, and every
+    additive term of its right-hand side that reads the state's components (by their names, or
+    a name with a time subscript such as ``xt``) and the action, with the description's named
+    constants (``where g = 9.8``) filled in, becomes a term of the library (its numeric factor
+    left to the fit). A term with any other name, or one that is a bare component, is left out.
+    Built from the text and the names alone."""
+    names = [str(n) for n in names]
+    constants = {m.group(1): m.group(2) for m in _CONSTANT.finditer(description)}
+    terms: list[str] = []
+    for match in _EQUATION.finditer(description):
+        text = next(g for g in match.groups() if g is not None)
+        if text.count("=") != 1 or any(op in text for op in ("==", "<=", ">=", "!=")):
+            continue
+        rhs = text.split("=", 1)[1].strip().replace("^", "**").replace("·", "*").replace("×", "*")
+        try:
+            tree = ast.parse(rhs, mode="eval").body
+        except SyntaxError:
+            continue
+        for term in _additive(tree):
+            label = _term_label(term, names, constants, discrete)
+            if label is not None and label not in terms:
+                terms.append(label)
+    return terms
+
+
+def _additive(node: ast.AST) -> list[ast.AST]:
+    """The additive terms of an expression, signs dropped."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
+        return _additive(node.left) + _additive(node.right)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        return _additive(node.operand)
+    return [node]
+
+
+def _factors(node: ast.AST) -> list[ast.AST]:
+    """The factors of a product (the node itself when it is none)."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+        return _factors(node.left) + _factors(node.right)
+    return [node]
+
+
+def _term_label(term: ast.AST, names: list[str], constants: dict, discrete: bool) -> str | None:
+    """One term as a formula of `formula_values` (numeric factors dropped), or None."""
+    class Names(ast.NodeTransformer):
+        ok = True
+
+        def visit_Name(self, node: ast.Name) -> ast.AST:
+            name = node.id
+            if name in names or name == "action":
+                return node
+            for suffix in ("_t", "t"):  # a time subscript written inline: xt, x_t
+                if name.endswith(suffix) and name[:-len(suffix)] in names:
+                    return ast.Name(name[:-len(suffix)], ast.Load())
+            if name in constants:
+                return ast.Constant(float(constants[name]))
+            if name == "pi":
+                return ast.Attribute(ast.Name("math", ast.Load()), "pi", ast.Load())
+            self.ok = False
+            return node
+
+        def visit_Call(self, node: ast.Call) -> ast.AST:
+            if isinstance(node.func, ast.Name) and node.func.id in _FUNCTIONS:
+                node.args = [self.visit(a) for a in node.args]
+                node.func = ast.Attribute(ast.Name("math", ast.Load()), node.func.id, ast.Load())
+                return node
+            self.ok = False
+            return node
+
+        def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+            self.ok = False
+            return node
+
+    names_seen = {n.id for n in ast.walk(term) if isinstance(n, ast.Name)}
+    if isinstance(term, (ast.Constant, ast.Name)) or not names_seen:
+        return None  # a number or a bare name: the fits have it already
+    visitor = Names()
+    term = visitor.visit(term)
+    if not visitor.ok:
+        return None
+    factors = _factors(term)
+    kept = [f for f in factors if not isinstance(f, ast.Constant)]
+    if kept and len(kept) < len(factors):
+        term = kept[0]
+        for factor in kept[1:]:
+            term = ast.BinOp(term, ast.Mult(), factor)
+    label = ast.unparse(ast.fix_missing_locations(term))
+    if not discrete and re.search(r"\baction\b(?!\[)", label):
+        return None  # a continuous action is a vector: only its entries are terms
+    return label

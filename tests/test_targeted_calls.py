@@ -1,0 +1,153 @@
+"""Calls that target what is left (issue 41, part 4): an *improve* request names the component
+the program gets wrong on the training episodes, with its worst rows, the fits already tried and
+the description's sentences about it, and keeps the rest; an equation the description states
+is a candidate term of the fits before any call. Every environment here is built in the test."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from codeworld.llm import format_value
+from codeworld.synthesis import AssistConfig
+from codeworld.synthesis.types import IMPROVE, Request
+from codeworld.worlds.cwmb.cwmb import make_cwmb_world
+from codeworld.worlds.cwmb.feedback import mentions, target_of
+from codeworld.worlds.cwmb.relations import description_terms
+
+DESCRIPTION = """# Sled
+
+## Description
+
+A sled slides along a slope; the action pushes it down or up the slope.
+
+## Observation Space
+
+| Num | Observation | Min | Max |
+|---|---|---|---|
+| 0 | Sled Position | -3 | 3 |
+| 1 | Sled Speed | -3 | 3 |
+
+The sled speed grows where the slope is steep.{equation}
+
+## Rewards
+
+A reward of 1 is given on every step.
+
+## Episode End
+
+The episode terminates when the sled position leaves [-2.5, 2.5].
+"""
+
+EQUATION = " It follows `sled_speed = sled_speed + 0.05 * tanh(sled_position) * sled_speed`."
+
+
+def _sled(tmp_path, equation: bool = False, episodes: int = 12, steps: int = 25):
+    """Recorded episodes of the sled (its speed changes by 0.05 tanh(position) * speed, and by
+    0.02 per push), saved as a dataset with its description beside it."""
+    rng = np.random.default_rng(0)
+    rows = []
+    for episode in range(episodes):
+        x = rng.uniform(-1.0, 1.0, size=2)
+        for t in range(steps):
+            a = int(rng.integers(0, 2))
+            nxt = np.array([x[0] + 0.1 * x[1],
+                            x[1] + 0.05 * np.tanh(x[0]) * x[1] + (0.02 if a else -0.02)])
+            done = abs(nxt[0]) > 2.5
+            rows.append((x, a, nxt, done, t == 0))
+            x = nxt
+            if done:
+                break
+    obs, actions, nxt, ends, starts = (np.array([r[k] for r in rows]) for k in range(5))
+    path = tmp_path / "sled.npz"
+    np.savez(path, obs=obs, actions=actions.reshape(-1, 1).astype(np.float64),
+             rewards=np.ones(len(rows)), next_obs=nxt, terminated=ends,
+             truncated=np.zeros(len(rows), bool), episode_start=np.maximum.accumulate(np.where(starts, np.arange(len(rows)), 0)))
+    (tmp_path / "sled.md").write_text(DESCRIPTION.format(equation=EQUATION if equation else ""))
+    return f"data:{path}"
+
+
+# a program right on the position, the reward and done, wrong on the speed (it leaves out the
+# slope's term)
+WRONG_SPEED = """import numpy as np
+
+
+def step(state, action):
+    sled_position = float(state[0])
+    sled_speed = float(state[1])
+    action = int(action)
+    new_sled_position = sled_position + 0.1 * sled_speed
+    new_sled_speed = sled_speed + (0.02 if action == 1 else -0.02)
+    reward = 1.0
+    done = abs(new_sled_position) > 2.5
+    return np.array([new_sled_position, new_sled_speed]), float(reward), bool(done)
+"""
+
+
+def test_an_improve_request_names_the_wrong_component_and_its_worst_training_rows(tmp_path):
+    env = _sled(tmp_path)
+    world = make_cwmb_world(env, assist=AssistConfig(regression=False), heldout_fraction=0.3)
+    evaluator = world.evaluator
+    evaluation = evaluator.evaluate(WRONG_SPEED)
+    assert not evaluation.buggy and evaluation.score < 1.0
+    request = Request(call=1, action=IMPROVE, parent=0, program=WRONG_SPEED,
+                      feedback=evaluation.feedback, mispredicted=evaluation.mispredicted)
+    text = world.prompts.messages(request)[1]["content"]
+    assert target_of(evaluation.feedback) == "new sled_speed"
+    assert "Fix one thing: new sled_speed." in text
+    assert "Keep as is (right on every transition): sled_position, reward, done." in text
+    # its rows of largest error on the training episodes, the largest first
+    train = evaluator.scorer.buffer
+    error = np.abs(train.obs[:, 1] + np.where(train.actions[:, 0] == 1, 0.02, -0.02)
+                   - train.next_obs[:, 1])
+    worst = train.obs[int(np.argmax(error))]
+    rows = text.split("its largest errors (state, action: predicted, true):\n")[1].splitlines()
+    assert rows[0].strip().startswith(format_value(worst))
+    # no held-out transition is shown
+    held = evaluator.heldout.buffer
+    assert len(held) > 0
+    assert not any(format_value(state) in text for state in held.obs)
+    # what was tried for it, and what the description says of it
+    assert "- tried (from the recorded data): new sled_speed = " in text
+    assert '- the description says: "| 1 | Sled Speed | -3 | 3 |"' in text
+    # short: the data section and the skeleton are left out, the names kept
+    assert "## What the recorded data shows" not in text and "Keep this form" not in text
+    assert "- state[1]: sled_speed" in text
+
+
+def test_a_description_equation_becomes_a_fitted_term_stated_as_exact(tmp_path):
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "stated").mkdir()
+    without = make_cwmb_world(_sled(tmp_path / "plain"), assist=AssistConfig(regression=False))
+    line = [ln for ln in without.assists.data_section().splitlines()
+            if ln.startswith("- new sled_speed = ")]
+    assert not line or "right on every recorded transition" not in line[0]
+    world = make_cwmb_world(_sled(tmp_path / "stated", equation=True),
+                            assist=AssistConfig(regression=False))
+    line = [ln for ln in world.assists.data_section().splitlines()
+            if ln.startswith("- new sled_speed = ")]
+    assert len(line) == 1 and "math.tanh(sled_position) * sled_speed" in line[0]
+    assert "(right on every recorded transition)" in line[0]
+    # the data model writes it, and is right on every training transition
+    data_model = world.assists.data_model()
+    assert "math.tanh(sled_position)" in data_model.program
+    assert world.evaluator.evaluate(data_model.program).score >= 1.0 - 1e-5
+
+
+def test_equations_are_read_in_code_math_and_italics_with_constants_and_time_subscripts():
+    text = ("The speed follows `v_new = v + 0.05 * tanh(x) * v` and $p = p + 0.1*v^2$.\n\n"
+            "*vt+1 = vt + (action - 1) * force - cos(3 * xt) * gravity*\n\n"
+            "where force = 0.001 and gravity = 0.0025. A flag `debug=True` is no equation, "
+            "nor is `w = q * v` (q is named nowhere).")
+    assert description_terms(text, ["x", "v", "p"], discrete=True) == [
+        "math.tanh(x) * v", "v ** 2", "action - 1", "math.cos(3 * x)"]
+    # a continuous action is a vector: a term on it whole is left out
+    assert description_terms(text, ["x", "v", "p"], discrete=False) == [
+        "math.tanh(x) * v", "v ** 2", "math.cos(3 * x)"]
+
+
+def test_the_sentences_about_a_component_are_found_by_its_words():
+    text = DESCRIPTION.format(equation="")
+    assert mentions(text, ("sled", "speed")) == ("| 1 | Sled Speed | -3 | 3 |",
+                                                 "The sled speed grows where the slope is steep.")
+    assert mentions(text, ("terminat",), prefix=True) == (
+        "The episode terminates when the sled position leaves [-2.5, 2.5].",)
