@@ -38,6 +38,15 @@ def listing(folder: Path) -> dict[str, bytes]:
      "codeworld demo: sampling.max_tokens must be at least 1, not 0"),
     (["train", "CartPole-v1", str(MODEL), "--steps", "64", "--set", "learning_rate=abc"],
      "codeworld train: ppo: The learning rate schedule must be a float or a callable, not abc"),
+    # another kind of world: a bad target, or a flag of a CWMB run, refused before a run is made
+    (["synthesize", "--world", "objects", "sokoban:nosuch", "--llm", "scripted:s.json"],
+     "codeworld synthesize: unknown Sokoban level 'nosuch'"),
+    (["synthesize", "--world", "apps", "nowhere", "--llm", "scripted:s.json"],
+     "codeworld synthesize: no APPS problems at nowhere"),
+    (["synthesize", "--world", "objects", "sokoban:corridor", "--llm", "scripted:s.json", "--buffer", "paper"],
+     "codeworld synthesize: --buffer is a flag of a CWMB run (on a replay buffer): --world objects does not"),
+    (["synthesize", "--world", "apps", "nowhere", "--llm", "scripted:s.json", "--no-fit"],
+     "codeworld synthesize: --no-fit is a flag of a CWMB run"),
 ])
 def test_bad_input_gets_one_line(argv, says, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)

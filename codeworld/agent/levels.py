@@ -60,6 +60,17 @@ def record_level(name: str, seed: int = 0, episodes: int = RECORDED_EPISODES,
                        "The missions: " + "; ".join(f'"{m}"' for m in missions) + ".")
 
 
+def level_target(name: str) -> str:
+    """``name`` when it names a level (the ``objects`` kind's check of a command line's target).
+
+    Raises:
+        KeyError: an unknown family or level.
+        ValueError: a generated level whose seed is not a whole number.
+    """
+    make_object_env(name).close()
+    return name
+
+
 def make_level_world(level: ObjectLevel | str, assists: bool | None = None, split: None = None,
                      *, sandbox: Sandbox | None = None, settings: ObjectSettings | None = None,
                      run: "Run | None" = None, heldout_fraction: float | None = None) -> World:

@@ -76,6 +76,23 @@ def add_world_arguments(parser: argparse.ArgumentParser) -> None:
                         help="do not compile or port the best program and measure its speed")
 
 
+def refuse_buffer_flags(args: argparse.Namespace, kind: str) -> None:
+    """Refuse (ValueError, naming the flag) a flag of a run on a replay buffer given for a world of
+    another kind than ``cwmb``: ``add_world_arguments``' and ``--env-kwargs``, ``--description``
+    (all but ``--heldout``, which every kind takes) with a value other than its default."""
+    from codeworld.envs.arguments import add_env_arguments
+
+    if kind == "cwmb":
+        return
+    probe = argparse.ArgumentParser(add_help=False)
+    add_env_arguments(probe)
+    add_world_arguments(probe)
+    for dest, default in vars(probe.parse_args([])).items():
+        if dest != "heldout" and getattr(args, dest, default) != default:
+            raise ValueError(f"--{dest.replace('_', '-')} is a flag of a CWMB run (on a replay "
+                             f"buffer): --world {kind} does not take it")
+
+
 def _fraction(text: str) -> float:
     try:
         value = float(text)

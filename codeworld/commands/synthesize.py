@@ -13,7 +13,7 @@ import datetime as _dt
 import sys
 from pathlib import Path
 
-from codeworld.commands.runs import add_run_arguments, add_world_arguments
+from codeworld.commands.runs import add_run_arguments, add_world_arguments, refuse_buffer_flags
 from codeworld.envs.arguments import ENV_HELP, add_env_arguments, env_from_args
 
 DEFAULT_BUDGET = 10
@@ -85,7 +85,7 @@ def run_from_args(args: argparse.Namespace):
     factory = world_factory(kind)  # an unknown kind is refused before anything is made
     if not args.env:
         raise ValueError(f"give the {kind} world's target (or --resume --out RUN_DIR)")
-    target = _target(args, kind, args.env)
+    target = _target(args, kind, args.env)  # a bad target is refused before anything is made
     on_env = ({"env_id": target, "mode": args.mode, "buffer": args.buffer,  # a replay buffer's
                "timeout_s": args.timeout} if kind == "cwmb" else {})  # settings: CWMB's alone
     method = get_method(args.method)
@@ -102,10 +102,10 @@ def run_from_args(args: argparse.Namespace):
 
 
 def _target(args: argparse.Namespace, kind: str, name: str) -> str:
-    """The target as run.json records it: an env's id, a path made whole, else the name given."""
-    if kind == "cwmb":
-        return env_from_args(args, name)
-    return str(Path(name).resolve()) if Path(name).exists() else name
+    """The target as run.json records it, checked (`world_target`), CWMB's flags refused for others."""
+    from codeworld.worlds import world_target
+    refuse_buffer_flags(args, kind)
+    return env_from_args(args, name) if kind == "cwmb" else world_target(kind, name)
 
 
 def run(args: argparse.Namespace) -> int:

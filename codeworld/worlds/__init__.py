@@ -6,7 +6,8 @@ its evaluator, its finish step and its assists); the synthesis core knows no wor
 built by `make_world` from the registry of kinds (`codeworld.worlds.registry`).
 """
 
-from codeworld.worlds.registry import WORLDS, make_world, register_world, world_factory, world_kinds
+from codeworld.worlds.registry import (WORLDS, make_world, register_world, world_factory, world_kinds,
+                                      world_target)
 
 # The public names: each one documented on docs/api.md (tests/test_architecture.py checks). The
 # other names imported above stay importable here for the package's own modules.

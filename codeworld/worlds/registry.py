@@ -26,6 +26,7 @@ its test.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Callable
 
 from codeworld.registry import Registry
@@ -38,6 +39,27 @@ WORLDS: Registry[WorldFactory] = Registry("world", {
     "objects": "codeworld.agent.levels:make_level_world",
     "apps": "codeworld.worlds.apps.apps:make_apps_world",
 })
+
+
+# A kind's check of a target typed on the command line, run before anything is made: the target
+# as the run records it (``"module:attribute"``: imported when first used); a kind without one
+# takes the string as given, a path made whole.
+TARGETS: Registry[Callable[[str], str]] = Registry("world target check", {
+    "objects": "codeworld.agent.levels:level_target",
+    "apps": "codeworld.worlds.apps.apps:problem_target",
+})
+
+
+def world_target(kind: str, target: str) -> str:
+    """``target`` (as typed) as a run of ``kind`` records it, checked before the run is made.
+
+    Raises:
+        KeyError, ValueError, OSError: a target the kind refuses (an unknown level, no problem at
+            a path), in one line for the user.
+    """
+    if kind in TARGETS:
+        return TARGETS.get(kind)(target)
+    return str(Path(target).resolve()) if Path(target).exists() else target
 
 
 def register_world(kind: str, factory: WorldFactory | str) -> None:

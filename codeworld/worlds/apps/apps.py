@@ -409,6 +409,25 @@ def search_tests(problem: Problem, fraction: float = 0.5) -> list[int]:
     return list(range(max(1, int(problem.n_tests * fraction))))
 
 
+def _one_problem(path: str | Path) -> Problem:
+    found = load_problems(path)
+    if len(found) != 1:
+        raise ValueError(f"{path} holds {len(found)} APPS problems: give the folder or file of one")
+    return found[0]
+
+
+def problem_target(path: str) -> str:
+    """The whole path of the one APPS problem at ``path`` (the ``apps`` kind's check of a command
+    line's target).
+
+    Raises:
+        FileNotFoundError: nothing at the path.
+        ValueError: the path holds no problem, several, or an unreadable one.
+    """
+    _one_problem(path)
+    return str(Path(path).resolve())
+
+
 def make_apps_world(problem: Problem | str | Path, assists: None = None,
                     split: list[int] | None = None, *, timeout_s: float = 4.0,
                     heldout_fraction: float | None = None, run: "Run | None" = None) -> World:
@@ -430,11 +449,7 @@ def make_apps_world(problem: Problem | str | Path, assists: None = None,
         FileNotFoundError: nothing at the path.
     """
     if not isinstance(problem, Problem):
-        found = load_problems(problem)
-        if len(found) != 1:
-            raise ValueError(f"{problem} holds {len(found)} APPS problems: give the folder or "
-                             "file of one")
-        problem = found[0]
+        problem = _one_problem(problem)
     if split is None:
         split = search_tests(problem, 0.5 if heldout_fraction is None else 1.0 - heldout_fraction)
     tests = list(split)
