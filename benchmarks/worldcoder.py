@@ -12,6 +12,19 @@ Results go to ``benchmarks/results/worldcoder*.json`` and ``.md``; each variant'
         --variants optimism+transfer --max-llm-calls 4 --max-env-steps 60 --reliable 3
     python benchmarks/worldcoder.py --llm reference   # the hand-written model: the ceiling
 
+Every level runs with ``--n-seeds`` seeds (default 3): the agent's seed (its exploration, REx
+and the LLM's sampling; a baseline's seed) is ``--seed``, ``--seed`` + 1, ...; the episode seeds
+(``--seeds``, the layouts) are the same in every run. A job is one variant's curriculum at one
+seed (one level at one seed for a baseline); the results are written after every level, and
+``--resume`` keeps the jobs an earlier run of the same command finished and runs the rest (a
+job cut off mid-curriculum runs again whole: transfer needs its earlier levels). Beside the row
+of every run, the table gives per level and variant the successes, env steps, LLM calls and
+tokens as mean ± standard deviation over the seeds, and in how many seeds first and reliable
+success were reached: a change is better only when these say so, not one seed.
+
+    python benchmarks/worldcoder.py --llm local --n-seeds 3 --resume \
+        --out benchmarks/results/worldcoder_local_seeds   # rerun it after a stop: it goes on
+
 ``--llm reference`` answers every call with codeworld's hand-written model for the level's family
 (it costs no tokens): it checks the pipeline end to end and shows the ceiling.
 
@@ -45,6 +58,7 @@ import json
 import os
 import platform
 import re
+import statistics
 import subprocess
 import sys
 import time
@@ -90,9 +104,12 @@ class ReferenceLLM:
         return FakeCompletion(f"```python\n{self.program}```\n")
 
 
-def _record(rows: list[dict], row: dict, variant: str, report) -> None:
-    """Keep a level's row under its variant or method, print it, and pass it to ``report``."""
+def _record(rows: list[dict], row: dict, variant: str, report, seed: int | None = None) -> None:
+    """Keep a level's row under its variant or method (and the run's seed), print it, and pass
+    it to ``report``."""
     row["variant"] = variant
+    if seed is not None:
+        row["seed"] = seed
     rows.append(row)
     print(format_row(row), flush=True)
     if report is not None:
@@ -109,7 +126,7 @@ def run_variant(name: str, llm_for: Callable[[Any], Any], levels: list[str], bas
     """
     config = replace(base, **VARIANTS[name])
     envs = [make_object_env(level) for level in levels]
-    run_dir = runs / name if runs is not None else None
+    run_dir = runs / f"{name}-seed{config.seed}" if runs is not None else None
     rows = []
     with WorldCoderAgent(None, config, run_dir=run_dir, progress=progress) as agent:
         for env in envs:
@@ -121,13 +138,15 @@ def run_variant(name: str, llm_for: Callable[[Any], Any], levels: list[str], bas
             except Exception as exc:  # noqa: BLE001 - a failed level is a result too
                 row = {"level": env.name, "error": f"{type(exc).__name__}: {exc}",
                        "wall_seconds": round(time.perf_counter() - started, 1)}
-            _record(rows, row, name, report)
+            _record(rows, row, name, report, config.seed)
     return rows
 
 
 def run_baseline(method: str, levels: list[str], args: argparse.Namespace, llm_for: Callable[[Any], Any],
-                 report=None) -> list[dict]:
-    """One baseline (``ppo`` or ``react``) on every level; ``report(row)`` after each level."""
+                 report=None, seed: int | None = None) -> list[dict]:
+    """One baseline (``ppo`` or ``react``) on every level at one seed (default ``args.seed``);
+    ``report(row)`` after each level."""
+    seed = args.seed if seed is None else seed
     from codeworld.agent.ppo import ppo_baseline
     from codeworld.agent.react import ReActConfig, react_baseline
 
@@ -136,7 +155,7 @@ def run_baseline(method: str, levels: list[str], args: argparse.Namespace, llm_f
         started = time.perf_counter()
         try:
             if method == "ppo":
-                row = ppo_baseline(level, args.ppo_steps, seed=args.seed, reliable=args.reliable,
+                row = ppo_baseline(level, args.ppo_steps, seed=seed, reliable=args.reliable,
                                    seeds=args.seeds, max_episode_steps=args.max_episode_steps,
                                    valid_rate=args.ppo_valid_rate)
             else:
@@ -144,12 +163,12 @@ def run_baseline(method: str, levels: list[str], args: argparse.Namespace, llm_f
                                      sampling=SamplingConfig(temperature=args.temperature,
                                                              max_tokens=args.react_max_tokens))
                 row = react_baseline(level, llm_for(make_object_env(level)), args.react_episodes,
-                                     seed=args.seed, reliable=args.reliable, seeds=args.seeds,
+                                     seed=seed, reliable=args.reliable, seeds=args.seeds,
                                      config=config)
         except Exception as exc:  # noqa: BLE001 - a failed level is a result too
             row = {"level": level, "error": f"{type(exc).__name__}: {exc}",
                    "wall_seconds": round(time.perf_counter() - started, 1)}
-        _record(rows, row, method, report)
+        _record(rows, row, method, report, seed)
     return rows
 
 
@@ -158,10 +177,11 @@ def _milestone(m: dict | None, key: str) -> str:
 
 
 def format_row(row: dict) -> str:
+    seed = row.get("seed", "-")
     if "error" in row:
-        return f"| {row['variant']} | {row['level']} | error: {row['error']} |"
+        return f"| {row['variant']} | {row['level']} | {seed} | error: {row['error']} |"
     first, reliable = row["first_success"], row["reliable_success"]
-    return (f"| {row['variant']} | {row['level']} | {row['episodes']} | {row['successes']} | "
+    return (f"| {row['variant']} | {row['level']} | {seed} | {row['episodes']} | {row['successes']} | "
             f"{row['env_steps']} | {row['llm_calls']} | {row['tokens']:,} | "
             f"{_milestone(first, 'env_steps')} | {_milestone(first, 'llm_calls')} | "
             f"{_milestone(first, 'tokens')} | {_milestone(reliable, 'env_steps')} | "
@@ -169,9 +189,53 @@ def format_row(row: dict) -> str:
             f"{row['wall_seconds']:.0f} |")
 
 
-HEADER = ("| variant | level | episodes | successes | env steps | LLM calls | tokens | "
+HEADER = ("| variant | level | seed | episodes | successes | env steps | LLM calls | tokens | "
           "first success: steps | calls | tokens | reliable: steps | calls | tokens | wall s |\n"
-          "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+
+
+def _spread(values: list[float]) -> str:
+    """``mean ± standard deviation`` (the sample's, n - 1), or ``-`` with no value."""
+    if not values:
+        return "-"
+    mean = statistics.fmean(values)
+    sd = statistics.stdev(values) if len(values) > 1 else 0.0
+    return f"{mean:,.1f} ± {sd:,.1f}"
+
+
+SUMMARY_HEADER = ("| variant | level | seeds | first success in | reliable in | successes | "
+                  "env steps | LLM calls | tokens | first success: steps | reliable: steps |\n"
+                  "|---|---|---|---|---|---|---|---|---|---|---|")
+
+
+def summary(rows: list[dict]) -> list[dict]:
+    """Per (variant or method, level), over its seeds: how many runs reached first and reliable
+    success, and the mean and spread of successes, env steps, LLM calls and tokens (of every
+    run) and of the env steps to each milestone (of the runs that reached it)."""
+    groups: dict[tuple[str, str], list[dict]] = {}
+    for r in rows:
+        groups.setdefault((r["variant"], r["level"]), []).append(r)
+    out = []
+    for (variant, level), runs in groups.items():
+        done = [r for r in runs if "error" not in r]
+        firsts = [r["first_success"]["env_steps"] for r in done if r.get("first_success")]
+        reliables = [r["reliable_success"]["env_steps"] for r in done if r.get("reliable_success")]
+        out.append({"variant": variant, "level": level, "seeds": len(runs),
+                    "errors": len(runs) - len(done), "first_success_in": len(firsts),
+                    "reliable_in": len(reliables),
+                    **{key: _spread([float(r[key]) for r in done])
+                       for key in ("successes", "env_steps", "llm_calls", "tokens")},
+                    "first_success_steps": _spread(firsts),
+                    "reliable_steps": _spread(reliables)})
+    return out
+
+
+def format_summary(entry: dict) -> str:
+    errors = f" ({entry['errors']} failed)" if entry["errors"] else ""
+    return (f"| {entry['variant']} | {entry['level']} | {entry['seeds']}{errors} | "
+            f"{entry['first_success_in']} | {entry['reliable_in']} | {entry['successes']} | "
+            f"{entry['env_steps']} | {entry['llm_calls']} | {entry['tokens']} | "
+            f"{entry['first_success_steps']} | {entry['reliable_steps']} |")
 
 
 def baseline_notes(rows: list[dict]) -> str:
@@ -213,7 +277,7 @@ def plot(rows: list[dict], stem: Path) -> list[Path]:
     import matplotlib.pyplot as plt
 
     methods = list(dict.fromkeys(r["variant"] for r in rows))
-    levels = len({r["level"] for r in rows})
+    runs = len({(r["level"], r.get("seed")) for r in rows})  # levels x seeds
     written = []
     for key, label, suffix in (("env_steps", "environment steps", "_steps"),
                                ("tokens", "LLM tokens", "_tokens")):
@@ -237,9 +301,9 @@ def plot(rows: list[dict], stem: Path) -> list[Path]:
                     label=f"{method}, {MILESTONE_STYLES[milestone][1]}")
         ax.set_xscale("symlog", linthresh=10)
         ax.set_xlim(0, right)
-        ax.set_ylim(0, levels + 0.3)
+        ax.set_ylim(0, runs + 0.3)
         ax.set_xlabel(f"{label} (symmetric log scale)")
-        ax.set_ylabel(f"levels reached (of {levels})")
+        ax.set_ylabel(f"level runs reached (of {runs}: levels x seeds)")
         ax.set_title(f"Levels reaching each milestone against {label}", fontsize=10)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside: no curve hidden
@@ -277,11 +341,18 @@ def write_results(out: Path, meta: dict, rows: list[dict]) -> None:
                      f"steps, reset with the seeds {meta['seeds']} in turn; wall time "
                      f"{meta['wall_seconds']:,.0f} s on {meta['machine']} ({meta.get('cpus', '?')} "
                      "cores shared with other work).")
-    parts.append("\n".join([HEADER] + [format_row(r) for r in rows]))
+    parts.append(_summary_text(rows))
+    parts.append("Every run:\n\n" + "\n".join([HEADER] + [format_row(r) for r in rows]))
     notes = baseline_notes(rows)
     if notes:
         parts.append(notes)
     out.with_suffix(".md").write_text("\n\n".join(parts) + "\n")
+
+
+def _summary_text(rows: list[dict]) -> str:
+    return ("Over the seeds: runs that reached first and reliable success, and mean ± standard "
+            "deviation (of every run; of the steps to a milestone, of the runs that reached it):"
+            "\n\n" + "\n".join([SUMMARY_HEADER] + [format_summary(e) for e in summary(rows)]))
 
 
 def code_version() -> str | None:
@@ -327,8 +398,8 @@ ROW_ORDER = list(VARIANTS) + ["react", "ppo"]
 
 
 def combine(paths: list[Path], out: Path) -> list[dict]:
-    """One table from earlier results: a row per (variant or method, level), the last file's
-    where several files have one; writes ``STEM.json``, ``STEM.md`` and the plots.
+    """One table from earlier results: a row per (variant or method, level, seed), the last
+    file's where several files have one; writes ``STEM.json``, ``STEM.md`` and the plots.
 
     Raises:
         SystemExit: a file that is missing or not a results file, or files of different LLMs.
@@ -345,15 +416,17 @@ def combine(paths: list[Path], out: Path) -> list[dict]:
         sources.append({"file": path.name, "commit": commit, "command": meta.get("command"),
                         "llm": meta.get("llm"), "limits": _limits(meta)})
         for row in rows:
-            chosen[row["variant"], row["level"]] = dict(row, commit=commit, source=path.name)
+            chosen[row["variant"], row["level"], row.get("seed")] = dict(row, commit=commit,
+                                                                        source=path.name)
     llms = sorted({s["llm"] for s in sources if s["llm"]})
     if len(llms) > 1:
         raise SystemExit(f"worldcoder.py: --combine: the files are of different LLMs "
                          f"({', '.join(llms)}); combine one LLM's runs (and the baselines')")
-    levels = list(dict.fromkeys(level for _, level in chosen))
+    levels = list(dict.fromkeys(level for _, level, _ in chosen))
     rank = {name: i for i, name in enumerate(ROW_ORDER)}
     rows = sorted(chosen.values(), key=lambda r: (levels.index(r["level"]),
-                                                 rank.get(r["variant"], len(rank))))
+                                                 rank.get(r["variant"], len(rank)),
+                                                 r.get("seed") is None, r.get("seed") or 0))
     meta = {"combined": sources, "llm": llms[0] if llms else None,
             "command": "python benchmarks/worldcoder.py --combine "
                        + " ".join(str(p) for p in paths) + f" --out {out}"}
@@ -364,7 +437,7 @@ def combine(paths: list[Path], out: Path) -> list[dict]:
              f"LLM: {meta['llm']}. The rows of earlier runs, one per level and method or variant "
              "(the last file's where several have one); each row's commit is the code it ran at, "
              "so rows of different commits compare different code. Sources, in order:",
-             "\n".join(lines),
+             "\n".join(lines), _summary_text(rows),
              "\n".join([HEADER.replace("| wall s |", "| wall s | commit |") + "---|"]
                        + [format_row(r) + f" {r['commit']} |" for r in rows])]
     notes = baseline_notes(rows)
@@ -372,6 +445,54 @@ def combine(paths: list[Path], out: Path) -> list[dict]:
         parts.append(notes)
     out.with_suffix(".md").write_text("\n\n".join(parts) + "\n")
     return rows
+
+
+# what must match for --resume to keep an earlier run's rows
+SETTINGS = ("llm", "methods", "levels", "variants", "config", "ppo_steps", "react_episodes",
+            "ppo_valid_rate", "seeds")
+
+
+def _level_name(level: str) -> str:
+    """The name a level's rows carry (``minigrid:empty`` -> ``minigrid-empty``)."""
+    return make_object_env(level).name
+
+
+def finished_rows(out: Path, meta: dict, methods: list[str]) -> list[dict]:
+    """The rows of the jobs that the results at ``out`` finished: an agent variant's whole
+    curriculum at one seed, a baseline's level at one seed (a curriculum cut off mid-way runs
+    again whole: its later levels need the earlier ones' transfer). None without a file.
+
+    Raises:
+        SystemExit: the file is not a results file, or was made with other settings.
+    """
+    path = out.with_suffix(".json")
+    if not path.is_file():
+        return []
+    try:
+        old = json.loads(path.read_text())
+        old_meta, rows = old["meta"], old["rows"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise SystemExit(f"worldcoder.py: --resume: {path} is not a results file of this script "
+                         f"({type(exc).__name__}: {exc})") from None
+    config = {k: v for k, v in meta["config"].items() if k != "seed"}
+    differ = [k for k in SETTINGS if (old_meta.get(k) if k != "config" else
+                                      {a: b for a, b in old_meta.get(k, {}).items() if a != "seed"})
+              != (meta[k] if k != "config" else config)]
+    if differ:
+        raise SystemExit(f"worldcoder.py: --resume: {path} was made with other settings "
+                         f"({', '.join(differ)}); give another --out or the same options")
+    levels = {_level_name(level) for level in meta["levels"]}
+    kept = []
+    for row in rows:
+        if row.get("seed") not in meta["run_seeds"] or row["level"] not in levels:
+            continue
+        if row["variant"] in VARIANTS:  # an agent's job: the variant's curriculum at the seed
+            job = {r["level"] for r in rows
+                   if r["variant"] == row["variant"] and r.get("seed") == row["seed"]}
+            if job != levels:
+                continue
+        kept.append(row)
+    return kept
 
 
 def _methods(text: str, llm: str) -> list[str]:
@@ -416,7 +537,15 @@ def main(argv: list[str] | None = None) -> int:
                         help="completion length of a ReAct step (default 256)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4],
                         help="episode seeds, cycled (MiniGrid layouts)")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0,
+                        help="the first run's seed: the agent's (exploration, REx, LLM sampling) "
+                             "and a baseline's (default 0)")
+    parser.add_argument("--n-seeds", type=int, default=3,
+                        help="runs per level and variant or method, at seeds --seed, --seed + 1, "
+                             "... (default 3)")
+    parser.add_argument("--resume", action="store_true",
+                        help="keep the jobs that the results at --out (of the same settings) "
+                             "finished, and run the rest")
     parser.add_argument("--out", default="benchmarks/results/worldcoder", metavar="STEM",
                         help="writes STEM.json, STEM.md, STEM_steps.png and STEM_tokens.png")
     parser.add_argument("--runs", default=None, metavar="DIR", help="run directories (default: none)")
@@ -436,6 +565,8 @@ def main(argv: list[str] | None = None) -> int:
               + "".join(f" and {p}" for p in plots))
         return 0
     methods = _methods(args.methods, args.llm)
+    if args.n_seeds < 1:
+        raise SystemExit(f"worldcoder.py: --n-seeds must be at least 1; got {args.n_seeds}")
 
     if args.llm == "reference":
         def llm_for(env):
@@ -465,9 +596,11 @@ def main(argv: list[str] | None = None) -> int:
             "ppo_steps": args.ppo_steps if "ppo" in methods else None,
             "react_episodes": args.react_episodes if "react" in methods else None,
             "ppo_valid_rate": args.ppo_valid_rate if "ppo" in methods else None,
-            "seeds": args.seeds, "python": platform.python_version(), "machine": platform.machine(),
+            "seeds": args.seeds, "run_seeds": [args.seed + i for i in range(args.n_seeds)],
+            "python": platform.python_version(), "machine": platform.machine(),
             "cpus": os.cpu_count(), "commit": code_version()}
-    rows: list[dict] = []
+    rows: list[dict] = finished_rows(out, meta, methods) if args.resume else []
+    done = {(r["variant"], r.get("seed"), r["level"]) for r in rows}
 
     def save(row: dict | None = None) -> None:
         # Written after every level, so that an interrupted run keeps what it measured.
@@ -477,16 +610,24 @@ def main(argv: list[str] | None = None) -> int:
         write_results(out, meta, rows)
 
     print(HEADER, flush=True)
-    if "agent" in methods:
-        from codeworld.reports.progress import agent_progress_printer
+    for row in rows:
+        print(format_row(row) + " (kept)", flush=True)
+    for seed in meta["run_seeds"]:  # every variant at one seed before the next seed
+        if "agent" in methods:
+            from codeworld.reports.progress import agent_progress_printer
 
-        for variant in args.variants:
-            progress = None if args.quiet else agent_progress_printer(sys.stderr, started)
-            run_variant(variant, llm_for, args.levels, base, runs, args.seeds, report=save,
-                        progress=progress)
-    for method in ("ppo", "react"):
-        if method in methods:
-            run_baseline(method, args.levels, args, llm_for, report=save)
+            for variant in args.variants:
+                if all((variant, seed, _level_name(level)) in done for level in args.levels):
+                    continue
+                progress = None if args.quiet else agent_progress_printer(sys.stderr, started)
+                run_variant(variant, llm_for, args.levels, replace(base, seed=seed), runs,
+                            args.seeds, report=save, progress=progress)
+        for method in ("ppo", "react"):
+            if method in methods:
+                left = [level for level in args.levels
+                        if (method, seed, _level_name(level)) not in done]
+                if left:
+                    run_baseline(method, left, args, llm_for, report=save, seed=seed)
     save()
     plots = plot(rows, out)
     print(f"wrote {out.with_suffix('.json')} and {out.with_suffix('.md')}"

@@ -4,6 +4,8 @@ import importlib.util
 import json
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -19,7 +21,8 @@ def test_benchmark_writes_per_level_rows(tmp_path, capsys):
     stem = tmp_path / "wc"
     code = bench.main(["--llm", "reference", "--levels", "sokoban:corridor", "sokoban:turn",
                        "--variants", "optimism+transfer", "neither", "--reliable", "2",
-                       "--max-env-steps", "40", "--out", str(stem), "--runs", str(tmp_path / "runs")])
+                       "--max-env-steps", "40", "--n-seeds", "1", "--out", str(stem),
+                       "--runs", str(tmp_path / "runs")])
     assert code == 0
     rows = json.loads(stem.with_suffix(".json").read_text())["rows"]
     by = {(r["variant"], r["level"]): r for r in rows}
@@ -29,17 +32,65 @@ def test_benchmark_writes_per_level_rows(tmp_path, capsys):
     assert by[("optimism+transfer", "sokoban-turn")]["llm_calls"] == 0
     assert by[("neither", "sokoban-turn")]["llm_calls"] == 1
     assert all(r["reliable_success"] is not None for r in rows)
-    assert "| optimism+transfer | sokoban-corridor |" in stem.with_suffix(".md").read_text()
-    assert (tmp_path / "runs" / "neither" / "accounting.json").is_file()
+    assert "| optimism+transfer | sokoban-corridor | 0 |" in stem.with_suffix(".md").read_text()
+    assert (tmp_path / "runs" / "neither-seed0" / "accounting.json").is_file()
     captured = capsys.readouterr()
     assert "sokoban-turn" in captured.out
     # progress on stderr: a line per LLM call, rewrite and episode, as `codeworld agent` prints
     assert "sokoban-corridor: episode 1: success" in captured.err
     assert "sokoban-corridor: rewrite 1" in captured.err and "call 1/" in captured.err
     assert bench.main(["--llm", "reference", "--levels", "sokoban:corridor", "--variants", "neither",
-                       "--reliable", "1", "--max-env-steps", "20", "--quiet",
+                       "--reliable", "1", "--max-env-steps", "20", "--quiet", "--n-seeds", "1",
                        "--out", str(tmp_path / "quiet")]) == 0
     assert capsys.readouterr().err == ""
+
+
+def test_each_level_runs_with_three_seeds_the_table_gives_mean_and_spread_and_a_rerun_resumes(
+        tmp_path, capsys, monkeypatch):
+    bench = load_benchmark()
+    stem = tmp_path / "wc"
+    args = ["--llm", "reference", "--levels", "sokoban:corridor", "sokoban:turn", "--variants",
+            "optimism+transfer", "--reliable", "2", "--max-env-steps", "40", "--quiet",
+            "--seed", "5", "--out", str(stem)]
+    assert bench.main(args) == 0
+    data = json.loads(stem.with_suffix(".json").read_text())
+    rows = data["rows"]
+    assert data["meta"]["run_seeds"] == [5, 6, 7]  # --n-seeds 3 by default, from --seed
+    assert [(r["seed"], r["level"]) for r in rows] == [
+        (seed, level) for seed in (5, 6, 7) for level in ("sokoban-corridor", "sokoban-turn")]
+    assert all(r["reliable_success"] is not None for r in rows)
+    # the seed is the agent's: its exploration differs (epsilon 0.1), its accounting is its own
+    assert {r["seed"] for r in rows} == {5, 6, 7}
+    entry = next(e for e in bench.summary(rows) if e["level"] == "sokoban-corridor")
+    steps = [r["env_steps"] for r in rows if r["level"] == "sokoban-corridor"]
+    mean = sum(steps) / 3
+    sd = (sum((x - mean) ** 2 for x in steps) / 2) ** 0.5
+    assert entry["seeds"] == 3 and entry["reliable_in"] == 3 and entry["first_success_in"] == 3
+    assert entry["env_steps"] == f"{mean:,.1f} ± {sd:,.1f}"
+    assert entry["llm_calls"] == "1.0 ± 0.0"  # one call a seed: the hand-written model
+    md = stem.with_suffix(".md").read_text()
+    assert "| optimism+transfer | sokoban-corridor | 3 | 3 | 3 |" in md
+    assert "| optimism+transfer | sokoban-turn | 7 |" in md  # every run's row beside
+
+    # an interrupted run: seed 7's curriculum stopped after its first level; seed 6 finished
+    data["rows"] = rows[:5]
+    stem.with_suffix(".json").write_text(json.dumps(data))
+    ran = []
+    real = bench.run_variant
+    monkeypatch.setattr(bench, "run_variant", lambda name, llm_for, levels, base, *a, **k: (
+        ran.append(base.seed), real(name, llm_for, levels, base, *a, **k))[1])
+    capsys.readouterr()
+    assert bench.main(args + ["--resume"]) == 0
+    assert ran == [7]  # only the unfinished job, whole (its second level needs the first's transfer)
+    rows = json.loads(stem.with_suffix(".json").read_text())["rows"]
+    assert sorted((r["seed"], r["level"]) for r in rows) == [
+        (seed, level) for seed in (5, 6, 7) for level in ("sokoban-corridor", "sokoban-turn")]
+    assert capsys.readouterr().out.count("(kept)") == 4
+    # other settings: refused in one line, nothing run, the results left as they were
+    before = stem.with_suffix(".json").read_text()
+    with pytest.raises(SystemExit, match="made with other settings \\(config\\)"):
+        bench.main(args[:-2] + ["--reliable", "3", "--out", str(stem), "--resume"])
+    assert stem.with_suffix(".json").read_text() == before and ran == [7]
 
 
 def test_cli_agent_runs_a_level(tmp_path, capsys):
@@ -106,14 +157,12 @@ def test_combine_puts_earlier_runs_in_one_table_with_each_rows_commit(tmp_path, 
         ("minigrid-empty", "ppo", "?")]
     assert rows[0]["successes"] == 3
     md = stem.with_suffix(".md").read_text()
-    assert "| optimism+transfer | sokoban-corridor | 3 | 3 |" in md and "| 5 | def5678 |" in md
+    assert "| optimism+transfer | sokoban-corridor | - | 3 | 3 |" in md and "| 5 | def5678 |" in md
     assert "`old.json` at abc1234 (agent: at most 10 LLM calls" in md
     assert "(3 rows)" in capsys.readouterr().out
 
 
 def test_combine_refuses_files_of_different_llms_and_files_that_are_not_results(tmp_path):
-    import pytest
-
     bench = load_benchmark()
     local = _results(tmp_path / "a.json", "local", ["agent"], [_row("neither", "sokoban-corridor", 0)])
     reference = _results(tmp_path / "b.json", "reference", ["agent"],
