@@ -13,8 +13,14 @@ from codeworld.agent.household import (ACTIONS, DESCRIPTION, LEVELS, TASK_KINDS,
                                        make_state, step_state)
 from codeworld.worlds.objects.ops import op_evaluate
 from codeworld.agent.reference import HOUSEHOLD_MODEL, REFERENCE_MODELS
-from codeworld.sandbox import Sandbox
+from codeworld.sandbox import Sandbox, SandboxLimits
 from codeworld.synthesis.fakes import ScriptedLLM
+
+# No wall-clock limit here binds before pytest's own hang guard (``timeout = 300`` in
+# pyproject.toml): a sandbox request never times out first, so what a test asserts cannot depend
+# on the machine's speed or load (a hang still fails the test, as a hang).
+UNTIMED_S = 3600.0
+UNTIMED = SandboxLimits(timeout_s=UNTIMED_S, startup_timeout_s=UNTIMED_S)
 
 ROOM = ["countertop 1", "desk 1", "drawer 1", "drawer 2", "fridge 1", "microwave 1", "sink 1",
         "table 1"]
@@ -242,13 +248,13 @@ def test_reference_model_predicts_every_transition_and_plans_every_kind_of_task(
     assert REFERENCE_MODELS["household"] == HOUSEHOLD_MODEL
     rng = random.Random(3)
     effects = set()
-    with Sandbox() as sandbox:
+    with Sandbox(UNTIMED) as sandbox:
         for name in [*LEVELS, "gen:1", "gen:3", "gen:8"]:
             env = make_household(name)
             data = _explore(env, rng, 150)
             effects |= {ACTIONS[t["action"]].split()[0] for t in data if t["state"] != t["next_state"]}
             start, mission = env.reset()
-            reply = sandbox.call(op_evaluate, timeout_s=120, source=HOUSEHOLD_MODEL,
+            reply = sandbox.call(op_evaluate, timeout_s=UNTIMED_S, source=HOUSEHOLD_MODEL,
                                  transitions=data, starts=[{"state": start, "mission": mission}],
                                  n_actions=env.n_actions)
             assert reply.ok, reply.message
@@ -289,8 +295,9 @@ def test_reference_model_agrees_on_the_rules_corner_cases():
                          "reward": reward, "done": term, "mission": mission})
             state = nxt
         assert term, names  # each case ends with the mission done
-    with Sandbox() as sandbox:
-        reply = sandbox.call(op_evaluate, timeout_s=60, source=HOUSEHOLD_MODEL, transitions=data,
+    with Sandbox(UNTIMED) as sandbox:
+        reply = sandbox.call(op_evaluate, timeout_s=UNTIMED_S, source=HOUSEHOLD_MODEL,
+                             transitions=data,
                              starts=[], n_actions=len(ACTIONS))
     assert reply.ok, reply.message
     assert reply.value["correct"] == len(data), reply.value["mismatches"]
@@ -311,7 +318,7 @@ class Script:
 
 def agent_config(**changes):
     base = dict(epsilon=0.0, max_env_steps=60, max_llm_calls=3, rewrite_calls=2,
-                reliable_successes=1, max_episode_steps=50, eval_timeout_s=120.0)
+                reliable_successes=1, max_episode_steps=50, eval_timeout_s=UNTIMED_S)
     base.update(changes)
     return AgentConfig(**base)
 
@@ -319,7 +326,7 @@ def agent_config(**changes):
 def test_agent_with_the_reference_model_solves_all_six_kinds_of_task():
     script = Script([HOUSEHOLD_MODEL])
     envs = [make_household(name) for name in LEVELS]
-    with WorldCoderAgent(script.llm, agent_config()) as agent:
+    with WorldCoderAgent(script.llm, agent_config(), limits=UNTIMED) as agent:
         results = agent.run_curriculum(envs)
     by_kind = {env.task.kind: result for env, result in zip(envs, results)}
     assert set(by_kind) == set(TASK_KINDS)
@@ -338,13 +345,13 @@ def test_without_optimism_a_model_that_never_predicts_reward_is_kept_and_play_fa
     level = make_household("place")
     script = Script([never])
     # (a small planner budget: under this model no plan exists, and the agent replans each step)
-    with WorldCoderAgent(script.llm, agent_config(optimism=False, plan_max_nodes=30,
-                                                  rule_model=False)) as agent:  # the LLM's model
+    config = agent_config(optimism=False, plan_max_nodes=30, rule_model=False)  # the LLM's model
+    with WorldCoderAgent(script.llm, config, limits=UNTIMED) as agent:
         result = agent.run_level(level)
     assert result.llm_calls == 1 and result.first_success is None  # nothing ever contradicts it
     assert result.env_steps == 60
     script = Script([never, HOUSEHOLD_MODEL])
-    with WorldCoderAgent(script.llm, agent_config(plan_max_nodes=3000)) as agent:
+    with WorldCoderAgent(script.llm, agent_config(plan_max_nodes=3000), limits=UNTIMED) as agent:
         result = agent.run_level(level)
     assert result.rewrites[0]["scores"] == [0.5, 1.0] and result.reliable_success is not None
 

@@ -9,10 +9,16 @@ from types import SimpleNamespace
 
 from codeworld.agent.config import AgentConfig
 from codeworld.agent.loop import LevelResult, WorldCoderAgent
-from codeworld.sandbox import Sandbox
+from codeworld.sandbox import Sandbox, SandboxLimits
 from codeworld.synthesis.fakes import ScriptedLLM
 from codeworld.worlds.objects.ops import op_evaluate
 from codeworld.worlds.objects.rules import learn_rules, rule_program
+
+# No wall-clock limit here binds before pytest's own hang guard (``timeout = 300`` in
+# pyproject.toml): a sandbox request never times out first, so what a test asserts cannot depend
+# on the machine's speed or load (a hang still fails the test, as a hang).
+UNTIMED_S = 3600.0
+UNTIMED = SandboxLimits(timeout_s=UNTIMED_S, startup_timeout_s=UNTIMED_S)
 
 MOVES = {0: (0, -1), 1: (0, 1), 2: (-1, 0), 3: (1, 0)}
 PICK = 4
@@ -88,8 +94,8 @@ def walk(steps: int, seed: int) -> list[dict]:
 
 
 def explained(program: str, transitions: list[dict]) -> dict:
-    with Sandbox() as sandbox:
-        reply = sandbox.call(op_evaluate, timeout_s=30, source=program, transitions=transitions,
+    with Sandbox(UNTIMED) as sandbox:
+        reply = sandbox.call(op_evaluate, timeout_s=UNTIMED_S, source=program, transitions=transitions,
                              starts=[], n_actions=KeyGrid.n_actions)
     assert reply.ok, reply.message
     return reply.value
@@ -147,9 +153,9 @@ def test_before_the_first_success_the_llm_writes_only_the_reward_from_the_missio
         return f"```python\n{REWARD}```\n"
 
     config = AgentConfig(epsilon=0.0, max_env_steps=120, max_llm_calls=1, rewrite_calls=1,
-                         reliable_successes=2, max_episode_steps=40, eval_timeout_s=20.0,
+                         reliable_successes=2, max_episode_steps=40, eval_timeout_s=UNTIMED_S,
                          plan_max_nodes=200, plan_max_depth=20)
-    with WorldCoderAgent(ScriptedLLM(answer), config) as agent:
+    with WorldCoderAgent(ScriptedLLM(answer), config, limits=UNTIMED) as agent:
         result = agent.run_level(KeyGrid())
     assert result.llm_calls == 1 and len(prompts) == 1
     assert "Write only the reward function" in prompts[0]
@@ -189,7 +195,9 @@ def test_the_exploration_bonus_sends_the_agent_to_the_object_it_never_tried():
     env = SimpleNamespace(n_actions=len(ROOM) + 1, name="room",
                           action_names=tuple(f"go to {name}" for name in ROOM) + ("open",))
     for explore in (True, False):
-        with WorldCoderAgent(ScriptedLLM([]), AgentConfig(explore_unseen=explore)) as agent:
+        with WorldCoderAgent(ScriptedLLM([]), AgentConfig(explore_unseen=explore,
+                                                          eval_timeout_s=UNTIMED_S),
+                             limits=UNTIMED) as agent:
             agent.data = list(data)
             agent.program = rule_program(data)
             plan = agent.plan(env, closed, "open everything", LevelResult("room"))

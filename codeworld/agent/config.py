@@ -33,6 +33,9 @@ class AgentConfig:
         plan_max_depth: the longest plan.
         eval_timeout_s: wall-clock limit of one sandbox request (checking a program on the data
             and planning over it); past it that program counts as failed, the agent goes on.
+            The agent's only dependence on speed (its work is bounded by the data and
+            ``plan_max_nodes``): a test that must not depend on load sets it, and the sandbox's
+            startup limit, beyond pytest's own hang guard.
         prompt_examples: recorded transitions shown in a *generate* prompt.
         assists: the synthesis core's help for every rewrite, built from the recorded states and
             transitions (`codeworld.worlds.objects.states`): the state's schema and a data section
