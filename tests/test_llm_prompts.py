@@ -19,7 +19,7 @@ from codeworld.worlds.cwmb.cwmb import render_cwmb as render
 FIELDS = {
     "generate": {"description": "D", "form": "F", "partial_program": "import numpy as np\n"},
     "improve": {"description": "D", "form": "F", "program": "P",
-                "evidence": "predicted next state: [2], true reward: 1"},
+                "evidence": "predicted next state: [2], true reward: 1", "start": "# "},
     "fix": {"description": "D", "form": "F", "program": "P", "error": "line 3: ZeroDivisionError"},
     "zero_shot": {"description": "D", "form": "F", "start": ""},
     "predict": {"description": "D", "examples": "E", "state": "[0]", "action": "1"},

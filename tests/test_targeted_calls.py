@@ -112,6 +112,14 @@ def test_an_improve_request_names_the_wrong_component_and_its_worst_training_row
     # short: the data section and the skeleton are left out, the names kept
     assert "## What the recorded data shows" not in text and "Keep this form" not in text
     assert "- state[1]: sled_speed" in text
+    # the answer starts where the change is: the program's lines before the one that assigns it
+    start = world.prompts.messages(request)[-1]["content"]
+    assert start.startswith("```python\n# new sled_speed was wrong")
+    assert start.endswith("    new_sled_position = sled_position + 0.1 * sled_speed\n")
+    rest = ("    new_sled_speed = sled_speed + 0.05 * np.tanh(sled_position) * sled_speed"
+            " + (0.02 if action == 1 else -0.02)\n" + WRONG_SPEED.split("-0.02)\n", 1)[1] + "```")
+    corrected = world.prompts.program(request, rest)
+    assert corrected is not None and evaluator.evaluate(corrected).score >= 1.0 - 1e-5
 
 
 def test_a_description_equation_becomes_a_fitted_term_stated_as_exact(tmp_path):

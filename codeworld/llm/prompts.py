@@ -11,8 +11,9 @@ on a value that no placeholder uses, so a renamed field cannot silently drop out
 The world-model templates (`codeworld.worlds.cwmb.cwmb.PROMPT_DIR`):
 
 * ``generate`` (description, partial_program): continue a partial program (GIF-MCTS generate);
-* ``improve`` (description, program, state, action, true_next_state, true_reward, true_done,
-  predicted_next_state, predicted_reward, predicted_done): fix one mispredicted transition;
+* ``improve`` (description, form, program, evidence, start): correct what the program gets
+  wrong (`evidence`: one mispredicted transition, the error summary, or a request aimed at one
+  component); `start` begins the answer;
 * ``fix`` (description, program, error): repair a program that raised;
 * ``zero_shot`` (description): write the program from scratch;
 * ``predict`` (description, examples, state, action): the LLM as the world model; parse its

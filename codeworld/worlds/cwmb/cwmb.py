@@ -123,10 +123,11 @@ class CwmbPrompts:
                     f"- predicted done: {format_value(bool(predicted['done']))}"])
             else:
                 evidence = "What it gets wrong:\n\n" + request.feedback
-            if target_of(request.feedback) is not None:  # short: a small model copies long prompts
-                d, form = self.gist, self.names_form
+            start, target = "# ", target_of(request.feedback)
+            if target is not None:  # short: a small model copies long prompts
+                d, form, start = self.gist, self.names_form, continue_at(request.program, target)
             return render_cwmb("improve", description=d, form=form, program=request.program,
-                               evidence=evidence)
+                               evidence=evidence, start=start)
         if request.action in (IMPROVE, FIX):
             error = request.feedback or "The program's predictions do not match the recorded data."
             return render_cwmb("fix", description=d, form=form, program=request.program, error=error)
@@ -152,6 +153,21 @@ NEAR_PERFECT = 1.0 - 1e-5
 
 def _is_summary(feedback: str) -> bool:
     return feedback.startswith(SUMMARY_HEAD)
+
+
+def continue_at(program: str, target: str) -> str:
+    """The start of a targeted improve's answer: a comment naming `target` (``new x``,
+    ``reward``, ``done``; `codeworld.worlds.cwmb.feedback.target_of`) and the program's lines
+    before the first one that assigns it, so that the answer goes on where the change is; just
+    the comment where no line assigns it."""
+    name = target[len("new "):] if target.startswith("new ") else target
+    assigns = re.compile(rf"\s+{'new_' if target.startswith('new ') else ''}{re.escape(name)}\s*=[^=]")
+    lines = program.splitlines(keepends=True)
+    head = f"# {target} was wrong: corrected below, the rest kept\n"
+    for k, line in enumerate(lines):
+        if assigns.match(line):
+            return head + "".join(lines[:k])
+    return head
 
 
 def error_feedback(report: dict, program: str) -> str:
