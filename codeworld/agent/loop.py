@@ -19,7 +19,6 @@ Everything runs through one sandbox: no generated code runs in this process.
 from __future__ import annotations
 
 import dataclasses
-import json
 import random
 import tempfile
 import time
@@ -33,7 +32,7 @@ from codeworld.agent.envs import ObjectEnv
 from codeworld.sandbox import Sandbox, SandboxLimits
 from codeworld.synthesis.rex import PoolEntry, Rex
 from codeworld.synthesis.run import Run
-from codeworld._files import write_atomic
+from codeworld.synthesis.run_dir import AgentAccounting, AgentRunDir
 from codeworld.synthesis.types import ProgramEvaluation
 from codeworld.worlds.objects.evaluate import AgentEvaluator, ModelCheck
 from codeworld.worlds.objects.ops import op_evaluate, op_plan
@@ -154,6 +153,7 @@ class WorldCoderAgent:
         # every rewrite is a synthesis run with its directory: a temporary one when none is given
         self._scratch = tempfile.TemporaryDirectory(prefix="codeworld-agent-") if run_dir is None else None
         self.run_dir = Path(run_dir) if run_dir is not None else Path(self._scratch.name)
+        self.agent_dir = AgentRunDir(self.run_dir)
         self.sandbox = Sandbox(limits or SandboxLimits(seccomp=True))
         self.rng = random.Random(self.config.seed)
         self.program: str | None = None
@@ -315,7 +315,7 @@ class WorldCoderAgent:
                 self.program, current_score = rules[0], rules[1].score
         if reward_only:  # the data shows no reward yet: the calls write it from the mission
             world.prompts = RewardPrompts(world.prompts.context, rules[0])
-        run = Run.start(self.run_dir / "rewrites" / f"{index:04d}", "worldcoder",
+        run = Run.start(self.agent_dir.rewrite_path(index), "worldcoder",
                         dataclasses.replace(c.rex, sampling=c.sampling), llm=self.llm_name,
                         budget=budget, seed=c.seed + index,
                         extra={"level": env.name, "reason": reason, "mission": mission,
@@ -569,18 +569,13 @@ class WorldCoderAgent:
     # ------------------------------------------------------------------ run directory
 
     def _save_level(self, result: LevelResult) -> None:
-        folder = self.run_dir / "levels" / f"{self.level_index:02d}-{result.level}"
-        write_atomic(folder / "level.json", json.dumps(result.to_json(), indent=2, default=str) + "\n")
-        if result.final_program is not None:
-            write_atomic(folder / "model.py", result.final_program)
-        with open(folder / "transitions.jsonl", "w", encoding="utf-8") as handle:
-            for t in self.data:
-                handle.write(json.dumps(t) + "\n")
+        self.agent_dir.save_level(self.level_index, result.level, result.to_json(),
+                                  result.final_program, self.data)
         self._save_summary()
 
     def _save_summary(self) -> None:
-        summary = {"config": asdict(self.config), "levels": [summary_row(r) for r in self.results]}
-        write_atomic(self.run_dir / "accounting.json", json.dumps(summary, indent=2, default=str) + "\n")
+        self.agent_dir.save_accounting(AgentAccounting(asdict(self.config),
+                                                       tuple(summary_row(r) for r in self.results)))
 
 
 def summary_row(result: LevelResult) -> dict:

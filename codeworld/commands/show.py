@@ -35,10 +35,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from codeworld.reports import summarize
     from codeworld.reports.text import format_summary
-    from codeworld.synthesis import RunDir
+    from codeworld.synthesis.run_dir import AgentRunDir, RunDir
 
     path = Path(args.run_dir)
-    if not RunDir(path).exists() and ((path / "levels").is_dir() or (path / "rewrites").is_dir()):
+    if not RunDir(path).exists() and AgentRunDir(path).exists():
         return _show_agent_run(path, args)
     if not RunDir(path).exists():
         print(f"codeworld show: {path} is not a run directory (no run.json)", file=sys.stderr)

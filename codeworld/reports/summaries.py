@@ -5,7 +5,6 @@ through `codeworld.synthesis.RunDir` only, so runs written by earlier versions a
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 
@@ -140,27 +139,25 @@ def summarize(run_path: Path) -> dict:
 
 
 def agent_summary(path: Path) -> dict:
-    """An agent run as data: its config, a row per level, a record per rewrite."""
-    from codeworld.synthesis import RunDir
+    """An agent run (`codeworld.synthesis.run_dir.AgentRunDir`) as data: its config, a row per
+    level, a record per rewrite.
 
-    accounting: dict = {}  # written after the first level; a run on its first level has none
-    if (path / "accounting.json").is_file():
-        try:
-            accounting = json.loads((path / "accounting.json").read_text(encoding="utf-8"))
-        except ValueError as exc:
-            raise ValueError(f"{path / 'accounting.json'} cannot be read: {exc}") from None
+    Raises:
+        RunRecordError: ``accounting.json`` or a rewrite's ``run.json`` cannot be read (named).
+    """
+    from codeworld.synthesis.run_dir import AgentRunDir
+
+    agent_dir = AgentRunDir(path)
+    accounting = agent_dir.accounting()  # empty while the run is on its first level
     rewrites = []
-    for folder in sorted((path / "rewrites").glob("[0-9]*")):
-        run_dir = RunDir(folder)
-        if not run_dir.exists():
-            continue
+    for index, run_dir in agent_dir.rewrites():
         spec = run_dir.spec
-        tree = run_dir.read_json("tree.json") if (folder / "tree.json").is_file() else {}
+        tree = run_dir.read_json("tree.json") if (run_dir.path / "tree.json").is_file() else {}
         programs = tree.get("programs") or []
-        rewrites.append({"index": int(folder.name), "level": spec.extra.get("level"),
+        rewrites.append({"index": index, "level": spec.extra.get("level"),
                          "reason": spec.extra.get("reason"), "status": str(spec.status),
                          "calls": len(programs), "best": max((0.0 if p["buggy"] else p["score"]
                                                                for p in programs), default=None),
-                         "run_dir": str(folder)})
-    return {"run_dir": str(path), "config": accounting.get("config", {}),
-            "levels": accounting.get("levels", []), "rewrites": rewrites}
+                         "run_dir": str(run_dir.path)})
+    return {"run_dir": str(path), "config": accounting.config, "levels": list(accounting.levels),
+            "rewrites": rewrites}

@@ -32,6 +32,9 @@ The faults a run must survive each end in one error with a one-line message, a `
 - `RunLockedError`: a second process wants to write a run directory that one is writing;
 - `RunWriteError`: a file could not be written (disk full, quota, permissions);
 - `RunRecordError`: a saved record is truncated or not what this version wrote (edited by hand).
+
+An agent's run (`AgentRunDir`) is a folder of its levels, its rewrites' run directories and its
+accounting.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ import errno
 import json
 import os
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -552,3 +556,103 @@ class RunDir:
                 self.read_json(name)
         for program in sorted((self.path / PROGRAMS_DIR).glob("[0-9]*.py")):
             _read_text(program)
+
+
+# ------------------------------------------------------------------------------ an agent's run
+
+AGENT_LEVELS_DIR = "levels"
+AGENT_REWRITES_DIR = "rewrites"
+LEVEL_FILE = "level.json"
+LEVEL_MODEL_FILE = "model.py"
+LEVEL_TRANSITIONS_FILE = "transitions.jsonl"
+
+
+@dataclass(frozen=True)
+class AgentAccounting:
+    """An agent run's ``accounting.json``: the agent's settings and a row per level played.
+
+    Attributes:
+        config: the agent's config as JSON data (`codeworld.agent.AgentConfig`'s fields).
+        levels: a row per level (`codeworld.agent.loop.summary_row`: episodes, successes, steps,
+            calls and tokens, the first and the reliable success).
+    """
+
+    config: dict = field(default_factory=dict)
+    levels: tuple[dict, ...] = ()
+
+    def to_json(self) -> dict:
+        """The accounting as JSON data (``config``, then ``levels``)."""
+        return {"config": self.config, "levels": list(self.levels)}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "AgentAccounting":
+        """The accounting `to_json` wrote (a missing key: empty)."""
+        return cls(config=data.get("config") or {}, levels=tuple(data.get("levels") or ()))
+
+
+class AgentRunDir:
+    """The folder of a WorldCoder agent's run (`codeworld.agent.WorldCoderAgent`), beside the
+    synthesis runs (`RunDir`) its rewrites are.
+
+    Layout::
+
+        AGENT_DIR/
+          levels/00-NAME/      one per level played, in order: level.json (its `LevelResult`),
+                               model.py (the program at its end), transitions.jsonl (the data)
+          rewrites/0003/       the fourth rewrite: a synthesis run's `RunDir`
+          accounting.json      the agent's config and a row per level (`AgentAccounting`)
+
+    Every file is written atomically (`codeworld._files.write_atomic`).
+    """
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+
+    def __repr__(self) -> str:
+        return f"AgentRunDir({str(self.path)!r})"
+
+    def exists(self) -> bool:
+        """Whether the folder holds an agent's run (its levels or its rewrites)."""
+        return ((self.path / AGENT_LEVELS_DIR).is_dir() or (self.path / AGENT_REWRITES_DIR).is_dir())
+
+    def rewrite_path(self, index: int) -> Path:
+        """The run directory of the rewrite of index ``index`` (from 0)."""
+        return self.path / AGENT_REWRITES_DIR / f"{index:04d}"
+
+    def rewrites(self) -> list[tuple[int, RunDir]]:
+        """The rewrites' run directories that hold a run, by index."""
+        out = []
+        for folder in sorted((self.path / AGENT_REWRITES_DIR).glob("[0-9]*")):
+            if folder.name.isdigit() and RunDir(folder).exists():
+                out.append((int(folder.name), RunDir(folder)))
+        return out
+
+    def level_path(self, index: int, name: str) -> Path:
+        """The folder of the level of index ``index`` (from 0) played, named ``name``."""
+        return self.path / AGENT_LEVELS_DIR / f"{index:02d}-{name}"
+
+    def save_level(self, index: int, name: str, record: dict, model: str | None,
+                   transitions: list[dict]) -> Path:
+        """Save a level played: its record, the program at its end (if any) and the data (one
+        transition a line); returns its folder."""
+        folder = self.level_path(index, name)
+        write_atomic(folder / LEVEL_FILE, json.dumps(record, indent=2, default=str) + "\n")
+        if model is not None:
+            write_atomic(folder / LEVEL_MODEL_FILE, model)
+        write_atomic(folder / LEVEL_TRANSITIONS_FILE, "".join(json.dumps(t) + "\n" for t in transitions))
+        return folder
+
+    def save_accounting(self, accounting: AgentAccounting) -> None:
+        """Save the run's accounting (after each level, and at the end of a curriculum)."""
+        write_atomic(self.path / ACCOUNTING_FILE,
+                     json.dumps(accounting.to_json(), indent=2, default=str) + "\n")
+
+    def accounting(self) -> AgentAccounting:
+        """The run's accounting; empty before the first level ends (it is written then).
+
+        Raises:
+            RunRecordError: ``accounting.json`` is truncated, not JSON or holds no object.
+        """
+        if not (self.path / ACCOUNTING_FILE).is_file():
+            return AgentAccounting()
+        return AgentAccounting.from_json(load_record(self.path / ACCOUNTING_FILE))
