@@ -57,23 +57,12 @@ def summarize_errors(*, states: np.ndarray, actions: np.ndarray, next_states: np
         max_tokens: the budget of the whole summary.
         max_examples: at most this many example transitions.
     """
-    n = len(states)
-    if n == 0:
+    if len(states) == 0:
         return ""
-    states = np.asarray(states, dtype=np.float64).reshape(n, -1)
-    truth = np.asarray(next_states, dtype=np.float64).reshape(n, -1)
-    pred = np.asarray(predicted_states, dtype=np.float64).reshape(n, -1)
-    d = truth.shape[1]
-    names = list(names) if len(names) == d else [f"s{i}" for i in range(d)]
-    err = pred - truth
-    wrong_dims = ~(np.abs(err) <= state_atol + state_rtol * np.abs(truth))
-    true_r = np.asarray(rewards, dtype=np.float64)
-    pred_r = np.asarray(predicted_rewards, dtype=np.float64)
-    wrong_r = ~(np.abs(pred_r - true_r) <= reward_atol + reward_rtol * np.abs(true_r))
-    true_d = np.asarray(dones, dtype=bool)
-    pred_d = np.asarray(predicted_dones, dtype=bool)
-    wrong_d = true_d != pred_d
-    wrong_any = wrong_dims.any(axis=1) | wrong_r | wrong_d
+    (n, d, names, states, truth, pred, err, wrong_dims, true_r, pred_r, wrong_r, true_d, pred_d,
+     wrong_d, wrong_any) = _errors(states, next_states, rewards, dones, predicted_states,
+                                   predicted_rewards, predicted_dones, names, state_atol,
+                                   state_rtol, reward_atol, reward_rtol)
     if not wrong_any.any():
         return ""
     budget = max_tokens * CHARS_PER_TOKEN
@@ -162,6 +151,28 @@ def summarize_errors(*, states: np.ndarray, actions: np.ndarray, next_states: np
         examples.append(block)
         text += "\n\n" + block
     return text
+
+
+def _errors(states, next_states, rewards, dones, predicted_states, predicted_rewards,
+            predicted_dones, names, state_atol, state_rtol, reward_atol, reward_rtol) -> tuple:
+    """The arrays both summaries read: sizes, names, values, errors and what is wrong where."""
+    n = len(states)
+    states = np.asarray(states, dtype=np.float64).reshape(n, -1)
+    truth = np.asarray(next_states, dtype=np.float64).reshape(n, -1)
+    pred = np.asarray(predicted_states, dtype=np.float64).reshape(n, -1)
+    d = truth.shape[1]
+    names = list(names) if len(names) == d else [f"s{i}" for i in range(d)]
+    err = pred - truth
+    wrong_dims = ~(np.abs(err) <= state_atol + state_rtol * np.abs(truth))
+    true_r = np.asarray(rewards, dtype=np.float64)
+    pred_r = np.asarray(predicted_rewards, dtype=np.float64)
+    wrong_r = ~(np.abs(pred_r - true_r) <= reward_atol + reward_rtol * np.abs(true_r))
+    true_d = np.asarray(dones, dtype=bool)
+    pred_d = np.asarray(predicted_dones, dtype=bool)
+    wrong_d = true_d != pred_d
+    wrong_any = wrong_dims.any(axis=1) | wrong_r | wrong_d
+    return (n, d, names, states, truth, pred, err, wrong_dims, true_r, pred_r, wrong_r, true_d,
+            pred_d, wrong_d, wrong_any)
 
 
 def _pct(fraction: float) -> str:
@@ -263,26 +274,15 @@ def targeted_errors(*, states: np.ndarray, actions: np.ndarray, next_states: np.
     The arguments are `summarize_errors`'s; the transitions are those the search sees (the
     training episodes).
     """
-    n = len(states)
-    if n == 0:
+    if len(states) == 0:
         return ""
-    targets = targets or Targets()
-    states = np.asarray(states, dtype=np.float64).reshape(n, -1)
-    truth = np.asarray(next_states, dtype=np.float64).reshape(n, -1)
-    pred = np.asarray(predicted_states, dtype=np.float64).reshape(n, -1)
-    d = truth.shape[1]
-    names = list(names) if len(names) == d else [f"s{i}" for i in range(d)]
-    err = pred - truth
-    wrong_dims = ~(np.abs(err) <= state_atol + state_rtol * np.abs(truth))
-    true_r = np.asarray(rewards, dtype=np.float64)
-    pred_r = np.asarray(predicted_rewards, dtype=np.float64)
-    wrong_r = ~(np.abs(pred_r - true_r) <= reward_atol + reward_rtol * np.abs(true_r))
-    true_d = np.asarray(dones, dtype=bool)
-    pred_d = np.asarray(predicted_dones, dtype=bool)
-    wrong_d = true_d != pred_d
-    wrong_any = wrong_dims.any(axis=1) | wrong_r | wrong_d
+    (n, d, names, states, truth, pred, err, wrong_dims, true_r, pred_r, wrong_r, true_d, pred_d,
+     wrong_d, wrong_any) = _errors(states, next_states, rewards, dones, predicted_states,
+                                   predicted_rewards, predicted_dones, names, state_atol,
+                                   state_rtol, reward_atol, reward_rtol)
     if not wrong_any.any():
         return ""
+    targets = targets or Targets()
     # (name, index or None, wrong rows, error per row, predicted, true), most often wrong first
     parts = [(names[j], j, wrong_dims[:, j], err[:, j], pred[:, j], truth[:, j]) for j in range(d)]
     parts += [(REWARD, None, wrong_r, pred_r - true_r, pred_r, true_r),
