@@ -234,8 +234,11 @@ def test_a_position_kept_as_two_numbers_moves_as_one_vector_where_it_faces_unles
         state = nxt
     program = rule_program(data)
     position = "[_get(state, 'agent', 'x'), _get(state, 'agent', 'y')]"
-    assert f"_in(_add({position}, [1, 0]), _get(state, 'walls'))" in program
-    assert "_put_each(new, " in program
+    # forward: one rule for every direction, the step of each read off the data (a heading)
+    ahead = (f"_ahead({position}, {{0: [1, 0], 1: [0, 1], 2: [-1, 0], 3: [0, -1]}}, "
+             "_get(state, 'agent', 'dir'))")
+    assert f"if not _in({ahead}, _get(state, 'walls')):" in program
+    assert f"_put_each(new, {ahead}, " in program
     inner = [{"agent": {"x": x, "y": y, "dir": d}, "walls": walls}
              for x in range(1, 4) for y in range(1, 4) for d in range(4)]
     every = [{"state": s, "action": a, "next_state": facing_step(s, a), "reward": 0.0,
@@ -279,3 +282,99 @@ def test_a_move_by_a_vector_the_state_holds_and_a_copy_of_another_leaf():
     assert "_put(new, _add(_get(state, 'pos'), _get(state, 'vel')), 'pos')" in program
     assert "_put(new, _get(state, 'mark'), 'seen')" in program
     assert explained(program, data[60:])["correct"] == 20
+
+
+# A grid of objects, like MiniGrid's, built here: the agent faces a direction; the objects are
+# dicts standing on cells; it picks up what is in front into what it carries, and toggles doors
+TURN_LEFT, TURN_RIGHT, FORWARD, PICK_UP, TOGGLE = range(5)
+PICKABLE = ("key", "ball")
+
+
+def in_front(state: dict) -> list[int]:
+    dx, dy = FACING[state["agent"]["dir"]]
+    return [state["agent"]["x"] + dx, state["agent"]["y"] + dy]
+
+
+def object_step(state: dict, action: int) -> dict:
+    agent = dict(state["agent"])
+    objects = [dict(o) for o in state["objects"]]
+    cell = in_front(state)
+    there = next((o for o in objects if [o["x"], o["y"]] == cell), None)
+    if action in (TURN_LEFT, TURN_RIGHT):
+        agent["dir"] = (agent["dir"] + (1 if action == TURN_RIGHT else -1)) % 4
+    elif action == FORWARD:
+        if cell not in state["walls"] and (there is None or there.get("open")):
+            agent["x"], agent["y"] = cell
+    elif action == PICK_UP:
+        if there is not None and there["type"] in PICKABLE and agent["carrying"] is None:
+            objects.remove(there)
+            agent["carrying"] = {"type": there["type"], "color": there["color"]}
+    elif there is not None and there["type"] == "door":
+        if not there["locked"]:
+            there["open"] = not there["open"]
+        elif agent["carrying"] is not None and agent["carrying"]["color"] == there["color"]:
+            there["locked"], there["open"] = False, True
+    return {**state, "agent": agent, "objects": objects}
+
+
+def object_grid(rng: random.Random) -> dict:
+    walls = [[x, y] for x in range(6) for y in range(6) if x in (0, 5) or y in (0, 5)]
+    cells = [[x, y] for x in range(1, 5) for y in range(1, 5)]
+    rng.shuffle(cells)
+    colors = ["red", "blue"]
+    rng.shuffle(colors)
+    objects = [{"type": "key", "color": colors[0], "x": cells[1][0], "y": cells[1][1]},
+               {"type": "ball", "color": colors[1], "x": cells[2][0], "y": cells[2][1]},
+               {"type": "door", "color": rng.choice(colors), "x": cells[3][0], "y": cells[3][1],
+                "open": False, "locked": rng.random() < 0.5}]
+    return {"walls": walls, "objects": objects,
+            "agent": {"x": cells[0][0], "y": cells[0][1], "dir": rng.randrange(4),
+                      "carrying": None}}
+
+
+def object_walk(steps: int, seed: int) -> list[dict]:
+    """Random play on random layouts, turned toward what is next to the agent now and then."""
+    rng = random.Random(seed)
+    state, data = object_grid(rng), []
+    for _ in range(steps):
+        near = [d for d, (dx, dy) in FACING.items()
+                if any([o["x"], o["y"]] == [state["agent"]["x"] + dx, state["agent"]["y"] + dy]
+                       for o in state["objects"])]
+        if near and state["agent"]["dir"] not in near and rng.random() < 0.5:
+            action = TURN_RIGHT
+        elif near and state["agent"]["dir"] in near and rng.random() < 0.6:
+            action = rng.choice([PICK_UP, TOGGLE, FORWARD])
+        else:
+            action = rng.randrange(5)
+        nxt = object_step(state, action)
+        data.append({"state": state, "action": action, "next_state": nxt, "reward": 0.0,
+                     "done": False, "mission": "open the door"})
+        state = object_grid(rng) if rng.random() < 0.04 else nxt
+    return data
+
+
+def test_objects_in_front_are_picked_up_block_a_move_and_doors_open_with_their_conditions():
+    data = object_walk(1500, seed=8)
+    program = rule_program(data)
+    front = ("_ahead([_get(state, 'agent', 'x'), _get(state, 'agent', 'y')], "
+             "{0: [1, 0], 1: [0, 1], 2: [-1, 0], 3: [0, -1]}, _get(state, 'agent', 'dir'))")
+    there = f"_at(_get(state, 'objects'), ('x', 'y'), {front})"
+    # the pick-up: the object in front leaves the grid and becomes what the agent carries
+    assert f"_put(new, _without(_get(state, 'objects'), {there}), 'objects')" in program
+    assert f"_put(new, _bare({there}, ('x', 'y')), 'agent', 'carrying')" in program
+    assert "elif _get(state, 'agent', 'carrying') == None:" in program  # with empty hands
+    # a move blocked by a wall in front, or by an object there that is not an open door
+    assert f"if _in({front}, _get(state, 'walls')):\n            pass" in program
+    assert f"elif not _get({there}, 'open') == True:\n            pass" in program
+    # a door: unlocked and opened in place (or shut again), a locked one only with a key of its
+    # color in hand
+    assert (f"_changed_at(_get(state, 'objects'), ('x', 'y'), {front}, {{'locked': False}}, "
+            "['open'])") in program
+    assert f"_eq(_get({there}, 'color'), _get(_get(state, 'agent', 'carrying'), 'color'))" in program
+
+    # on layouts it never saw, every transition right: moves into and past objects and open
+    # doors, pick-ups with the hands full or empty, doors locked, unlocked, of either color
+    fresh = object_walk(600, seed=9)
+    assert {t["action"] for t in fresh if t["state"] != t["next_state"]} == set(range(5))
+    score = explained(program, fresh)
+    assert score["state_correct"] == len(fresh), score["mismatches"]

@@ -5,13 +5,20 @@ WorldCoder agent records them), `rule_program` learns, for each action and each 
 state that the action ever changed:
 
 * **the change**, one of: keep the value, set it to a constant, copy another leaf, add a
-  constant (a number or a vector), add another leaf (move by a vector the state holds), and for
-  a list: remove, insert or move by a vector the element equal to a leaf (or a leaf plus a
-  vector the action moves things by);
+  constant (a number or a vector), add another leaf (move by a vector the state holds), move by
+  the vector a table keyed by another leaf gives (a *heading*: the step "forward" takes for each
+  value of a direction), and for a list: remove, insert or move by a vector the element equal to
+  a leaf (or a leaf plus a vector the action moves things by); for a list of dicts that stand on
+  cells (their position keys named like a position's): remove the element on a cell the state
+  points at (a position plus its heading's step: the cell in front), or change some of its
+  fields (set them, negate a boolean); a leaf can become that element, without its position
+  (what is picked up);
 * **the condition** under which each change happens, as a decision list (of single tests, or
   pairs of them where no single test is pure) over features computed from the state before the
   step: a leaf's value, the equality of two leaves, a vector plus another equal to a third, a
-  leaf (plus a vector the action moves things by) being in a list.
+  leaf (plus a vector the action moves things by) being in a list; of the cell in front: being
+  in a list of cells, holding an element of a list of dicts, that element's fields' values and
+  their equality with the same field of a leaf that is a dict (the color of what is carried).
 
 The reward and done are learned the same way over the state after the step, once a recorded
 step got reward; before that the program's ``reward`` says no step completes a mission (the
@@ -30,6 +37,7 @@ one dict that one action changes (a position kept as ``x`` and ``y``) are also r
 from __future__ import annotations
 
 import ast
+import itertools
 import json
 from collections import Counter, defaultdict
 from dataclasses import dataclass
@@ -262,7 +270,166 @@ def _with(items, item):
 
 def _moved(items, item, delta):
     return [_add(x, delta) if x == item else x for x in (items or [])]
+
+
+def _ahead(position, table, key):
+    """The cell ``table[key]`` away from ``position`` (None where the table has no such key)."""
+    step = table.get(key)
+    return None if step is None else _add(position, step)
+
+
+def _on(item, keys, cell):
+    return (isinstance(item, dict) and cell is not None
+            and [item.get(k) for k in keys] == list(cell))
+
+
+def _at(items, keys, cell):
+    """The element of ``items`` (dicts) that stands on ``cell`` (its values at ``keys``)."""
+    return next((item for item in items or [] if _on(item, keys, cell)), None)
+
+
+def _bare(item, keys):
+    """An element without its position (what leaves the grid when it is picked up)."""
+    return None if not isinstance(item, dict) else {k: v for k, v in item.items() if k not in keys}
+
+
+def _changed_at(items, keys, cell, sets, flips):
+    """``items`` with the element on ``cell`` given the values ``sets`` and its booleans at
+    ``flips`` negated."""
+    return [{**item, **sets, **{k: not item.get(k) for k in flips}} if _on(item, keys, cell)
+            else item for item in items or []]
+
+
+def _eq(a, b):
+    return a is not None and a == b
 '''
+
+# the helpers, run here too: what a change or a feature computes is what its code computes
+_HELP: dict[str, Any] = {}
+exec(compile(HELPERS, "<rule model helpers>", "exec"), _HELP)  # noqa: S102 - our own code
+
+
+# ------------------------------------------------------------------- headings and cells in front
+
+
+@dataclass(frozen=True)
+class Pointer:
+    """A cell the state points at: a position plus the step a table keyed by another leaf gives
+    (the cell in front of the agent: where "forward" would take it), learned from the data."""
+
+    position: Path
+    key: Path
+    table: tuple[tuple[Any, Any], ...]  # (value of the key leaf, step), sorted
+
+    def code(self, name: str = "state") -> str:
+        table = "{" + ", ".join(f"{_literal(k)}: {_literal(v)}" for k, v in self.table) + "}"
+        return f"_ahead({_get_code(self.position, name)}, {table}, {_get_code(self.key, name)})"
+
+    def __call__(self, leaves: dict) -> Any:
+        step = dict(self.table).get(leaves.get(self.key))
+        return None if step is None else _add(leaves.get(self.position), step)
+
+
+@dataclass(frozen=True)
+class Located:
+    """A list of dicts whose elements stand on cells: the keys of an element's position."""
+
+    path: Path
+    keys: tuple[str, ...]
+
+    def at_code(self, pointer: Pointer, name: str = "state") -> str:
+        return f"_at({_get_code(self.path, name)}, {self.keys!r}, {pointer.code(name)})"
+
+    def at(self, leaves: dict, pointer: Pointer) -> Any:
+        return _HELP["_at"](leaves.get(self.path), self.keys, pointer(leaves))
+
+
+@dataclass(frozen=True)
+class Space:
+    """What the data shows of cells: the pointers (cells in front) and the lists of dicts on
+    cells (`headings`, `located`)."""
+
+    pointers: tuple[Pointer, ...] = ()
+    located: tuple[Located, ...] = ()
+
+
+def headings(befores: list[dict], afters: list[dict], kinds: dict[Path, str]) -> list[Pointer]:
+    """The vectors that every change of theirs moves by a step a number leaf determines (a
+    position moved by the step of its direction): over every action's rows, each value of the
+    number leaf goes with one step, and at least two steps differ."""
+    out = []
+    numbers = [p for p, k in sorted(kinds.items()) if k == "number"]
+    for position, kind in sorted(kinds.items()):
+        if kind != "vector":
+            continue
+        parts = _parts(position) or []
+        for key in numbers:
+            if key in parts:
+                continue
+            table: dict[Any, Any] = {}
+            for before, after in zip(befores, afters):
+                step = _sub(after.get(position), before.get(position))
+                if step is None or not any(step):
+                    continue
+                value = before.get(key)
+                if table.setdefault(value, step) != step:
+                    table = {}
+                    break
+            if len({_key(v) for v in table.values()}) >= 2 and None not in table:
+                out.append(Pointer(position, key, tuple(sorted(table.items()))))
+    return out
+
+
+def located(rows: list[dict], kinds: dict[Path, str], pointers: list[Pointer]) -> list[Located]:
+    """The lists of dicts whose every element has a number at each key of a pointer's position
+    (``x`` and ``y`` of the agent's joint position: the elements' ``x`` and ``y``)."""
+    out = []
+    for path, kind in sorted(kinds.items()):
+        if kind != "collection":
+            continue
+        items = [item for r in rows for item in (r.get(path) or [])]
+        if not items or not all(isinstance(item, dict) for item in items):
+            continue
+        for keys in dict.fromkeys(tuple(p[-1] for p in _parts(q.position) or [q.position])
+                                  for q in pointers):
+            if all(all(_number(item.get(k)) for k in keys) for item in items):
+                out.append(Located(path, keys))
+    return out
+
+
+def _space_features(rows: list[dict], kinds: dict[Path, str], name: str, space: Space
+                    ) -> list[Feature]:
+    """Tests on the cells in front: in a list of cells; holding an element of a list of dicts;
+    that element's fields' values, and their equality with a dict leaf's same field."""
+    out = []
+    dict_leaves = [p for p, k in sorted(kinds.items()) if k == "value"
+                   and any(isinstance(r.get(p), dict) for r in rows)]
+    for pointer in space.pointers:
+        here = pointer.code(name)
+        for c, kind in sorted(kinds.items()):
+            if kind == "collection" and any(_is_vector(v) for r in rows for v in r.get(c) or []):
+                out.append(Feature(f"_in({here}, {_get_code(c, name)})",
+                                   lambda r, c=c, p=pointer: _in_list(p(r), r.get(c))))
+        for where in space.located:
+            at = where.at_code(pointer, name)
+            out.append(Feature(f"{at} is not None",
+                               lambda r, w=where, p=pointer: w.at(r, p) is not None))
+            found = [w for w in (where.at(r, pointer) for r in rows) if isinstance(w, dict)]
+            fields = sorted({f for item in found for f in item} - set(where.keys))
+            for f in fields:
+                values = {_key(item.get(f)): item.get(f) for item in found}
+                if len(values) <= MAX_VALUES:
+                    for text, value in sorted(values.items()):
+                        out.append(Feature(
+                            f"_get({at}, {f!r}) == {_literal(value)}",
+                            lambda r, w=where, p=pointer, f=f, t=text:
+                                _key(_HELP["_get"](w.at(r, p), f)) == t))
+                for leaf in dict_leaves:
+                    out.append(Feature(
+                        f"_eq(_get({at}, {f!r}), _get({_get_code(leaf, name)}, {f!r}))",
+                        lambda r, w=where, p=pointer, f=f, leaf=leaf: _HELP["_eq"](
+                            _HELP["_get"](w.at(r, p), f), _HELP["_get"](r.get(leaf), f))))
+    return out
 
 
 # ---------------------------------------------------------------------------------- features
@@ -349,11 +516,12 @@ def _fits(kind: str, step: Any) -> bool:
 
 
 def _features(rows: list[dict], kinds: dict[Path, str], name: str, deltas: list[Any],
-              vectors: bool = True) -> tuple[list[Feature], list[list[bool]]]:
-    """The informative features of ``rows`` in the order ties are broken: relations first, then
-    one leaf's value (of a vector only with ``vectors``: a move's condition is where the walls
-    are, not where the agent is)."""
-    return _informative(_relational_features(rows, kinds, name, deltas)
+              vectors: bool = True, space: Space = Space()) -> tuple[list[Feature], list[list[bool]]]:
+    """The informative features of ``rows`` in the order ties are broken: the cells in front
+    first, then relations, then one leaf's value (of a vector only with ``vectors``: a move's
+    condition is where the walls are, not where the agent is)."""
+    return _informative(_space_features(rows, kinds, name, space)
+                        + _relational_features(rows, kinds, name, deltas)
                         + _value_features(rows, kinds, name, vectors), rows)
 
 
@@ -482,7 +650,7 @@ def _keep(path: Path) -> Change:
 
 
 def _candidates(path: Path, kind: str, rows: list[tuple[dict, Any]], kinds: dict[Path, str],
-                deltas: list[Any]) -> list[Change]:
+                deltas: list[Any], space: Space = Space()) -> list[Change]:
     """The changes of ``path`` that explain at least one row where it changed."""
     out: dict[str, Change] = {}
     here = _get_code(path)
@@ -510,7 +678,52 @@ def _candidates(path: Path, kind: str, rows: list[tuple[dict, Any]], kinds: dict
         if kind == "collection" and isinstance(old, list) and isinstance(after, list):
             for key, change in _collection_changes(path, old, after, before, kinds, deltas):
                 out.setdefault(key, change)
+        for key, change in _space_changes(path, old, after, before, space):
+            out.setdefault(key, change)
     return list(out.values())
+
+
+def _space_changes(path: Path, old: Any, new: Any, before: dict, space: Space):
+    """The changes through the cells in front: a position moved to its cell in front; a list of
+    dicts without the element there, or with some of its fields changed; a leaf that becomes
+    that element without its position (picked up)."""
+    for pointer in space.pointers:
+        if pointer.position == path and _canon(pointer(before)) == _canon(new):
+            yield f"ahead {pointer.code()}", Change(pointer.code(), pointer, 2)
+        for where in space.located:
+            item = where.at(before, pointer)
+            if not isinstance(item, dict):
+                continue
+            at = where.at_code(pointer)
+            if _canon(_HELP["_bare"](item, where.keys)) == _canon(new):
+                yield f"bare {at}", Change(f"_bare({at}, {where.keys!r})",
+                                           lambda r, w=where, p=pointer: _HELP["_bare"](
+                                               w.at(r, p), w.keys), 3)
+            if where.path != path or not isinstance(new, list):
+                continue
+            here = _get_code(path)
+            rest = list(old)
+            rest.remove(item)
+            if _canon(rest) == _canon(new):
+                yield f"remove {at}", Change(f"_without({here}, {at})",
+                                             lambda r, w=where, p=pointer: _HELP["_without"](
+                                                 r.get(w.path), w.at(r, p)), 3)
+                continue
+            added = [x for x in new if isinstance(x, dict) and _HELP["_on"](
+                x, where.keys, pointer(before))]
+            if len(added) != 1 or _canon(rest + added) != _canon(new):
+                continue
+            fields = sorted(f for f in set(item) | set(added[0]) if item.get(f) != added[0].get(f))
+            flippable = [f for f in fields if isinstance(item.get(f), bool)
+                         and added[0].get(f) is (not item.get(f))]
+            for n in range(len(flippable) + 1):
+                for flips in itertools.combinations(flippable, n):
+                    sets = {f: added[0].get(f) for f in fields if f not in flips}
+                    yield (f"change {at} {_key(sets)} {_key(flips)}", Change(
+                        f"_changed_at({here}, {where.keys!r}, {pointer.code()}, {sets!r}, "
+                        f"{list(flips)!r})",
+                        lambda r, w=where, p=pointer, sets=sets, flips=list(flips):
+                            _HELP["_changed_at"](r.get(w.path), w.keys, p(r), sets, flips), 3))
 
 
 def _collection_changes(path: Path, old: list, new: list, before: dict, kinds: dict[Path, str],
@@ -709,6 +922,8 @@ def learn_rules(transitions: list[dict]) -> RuleModel:
         afters = [_with_joints(a, joints) for a in afters]
         kinds = _kinds(befores + afters)
     joined = {p for joint in joints for p in _parts(joint)}
+    pointers = headings(befores, afters, kinds)
+    space = Space(tuple(pointers), tuple(located(befores + afters, kinds, pointers)))
     by_action: dict[int, list[int]] = defaultdict(list)
     for i, t in enumerate(transitions):
         by_action[int(t["action"])].append(i)
@@ -724,11 +939,12 @@ def learn_rules(transitions: list[dict]) -> RuleModel:
         if not changed:
             continue
         before_rows = [b for b, _ in rows]
-        features, columns = _features(before_rows, kinds, "state", deltas, vectors=False)
+        features, columns = _features(before_rows, kinds, "state", deltas, vectors=False,
+                                      space=space)
         leaf_rules = []
         for path in changed:
             pairs = [(b, a.get(path)) for b, a in rows]
-            candidates = [_keep(path)] + _candidates(path, kinds[path], pairs, kinds, deltas)
+            candidates = [_keep(path)] + _candidates(path, kinds[path], pairs, kinds, deltas, space)
             chosen, labels = _cover(pairs, candidates)
             # label the keep change -1 (nothing written), the others by their index without it
             keep = next((k for k, c in enumerate(chosen) if c.code == ""), None)
