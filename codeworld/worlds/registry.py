@@ -12,8 +12,9 @@ positional, so each kind names them in its own words):
 * ``options``: the kind's own settings (CWMB's buffer and scoring mode, an object world's
   sandbox, APPS's time per test).
 
-``codeworld synthesize --world KIND TARGET`` resolves the kind once (`world_factory`) and calls
-``factory(TARGET, None, None, run=run, heldout_fraction=H)``: the target as the user typed it
+``codeworld synthesize --world KIND TARGET`` resolves the kind once (`world_factory`), checks the
+target before anything is made (`world_target`: the kind's check in ``TARGETS``, if it has one)
+and calls ``factory(TARGET, None, None, run=run, heldout_fraction=H)``: the target as checked
 (a string, recorded in ``run.json``, so ``--resume`` calls it again with the same), the run
 (`codeworld.synthesis.run.Run`: its seed, config and spec; the factory may record what it drew
 with ``run.record``), and the ``--heldout`` share (None unless given). A kind that takes
