@@ -107,7 +107,7 @@ def test_an_improve_request_names_the_wrong_component_and_its_worst_training_row
     assert len(held) > 0
     assert not any(format_value(state) in text for state in held.obs)
     # what was tried for it, and what the description says of it
-    assert "- tried (from the recorded data): new sled_speed = " in text
+    assert "- tried already (the recorded data's fit; do not write it back): new sled_speed = " in text
     assert '- the description says: "| 1 | Sled Speed | -3 | 3 |"' in text
     # short: the data section and the skeleton are left out, the names kept
     assert "## What the recorded data shows" not in text and "Keep this form" not in text

@@ -297,8 +297,9 @@ def targeted_errors(*, states: np.ndarray, actions: np.ndarray, next_states: np.
         lines.append(f"Keep as is (right on every transition): {shown}.")
     name, j, rows, error, predicted, true = wrong[0]
     what = "new " + name if j is not None else name
-    lines.append(f"{TARGET_HEAD}{what}. Change only the lines that compute it; the answer must "
-                 "differ from the program above.")
+    lines.append(f"{TARGET_HEAD}{what}. Change only the lines that compute it, with the rule "
+                 "that the description (or the physics or game it describes) gives; the answer "
+                 "must differ from the program above.")
     where = f" (state[{j}])" if j is not None else ""
     text = f"- {name}{where}: wrong on {int(rows.sum())} of {n} transitions ({_pct(rows.mean())})"
     if name != DONE:
@@ -321,7 +322,10 @@ def targeted_errors(*, states: np.ndarray, actions: np.ndarray, next_states: np.
                  else (_num(predicted[i]), _num(true[i])))
         lines.append(f"  {_vec(states[i])}, {action_text}: {shown[0]}, true {shown[1]}")
     for line in targets.tried.get(name, ()):
-        lines.append("- tried (from the recorded data): " + line.lstrip("- "))
+        exact = "right on every recorded transition" in line  # `Relation.line`'s words
+        lines.append(("- the recorded data's rule (write it as it is): " if exact else
+                      "- tried already (the recorded data's fit; do not write it back): ")
+                     + line.lstrip("- "))
     for sentence in targets.described.get(name, ()):
         lines.append(f'- the description says: "{sentence}"')
     if len(wrong) > 1:
