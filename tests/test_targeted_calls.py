@@ -11,7 +11,7 @@ from codeworld.llm import format_value
 from codeworld.synthesis import AssistConfig
 from codeworld.synthesis.types import IMPROVE, Request
 from codeworld.worlds.cwmb.cwmb import make_cwmb_world
-from codeworld.worlds.cwmb.feedback import mentions, target_of
+from codeworld.worlds.cwmb.feedback import Targets, mentions, target_of, targeted_errors
 from codeworld.worlds.cwmb.relations import description_terms
 
 DESCRIPTION = """# Sled
@@ -159,3 +159,30 @@ def test_the_sentences_about_a_component_are_found_by_its_words():
                                                  "The sled speed grows where the slope is steep.")
     assert mentions(text, ("terminat",), prefix=True) == (
         "The episode terminates when the sled position leaves [-2.5, 2.5].",)
+
+
+def test_a_rule_the_data_gets_right_everywhere_is_given_to_write_back_and_the_reward_targeted():
+    n = 12
+    states = np.stack([np.arange(n, dtype=float), np.zeros(n)], axis=1)
+    truth = states + np.array([1.0, 0.0])
+    rewards = np.where(np.arange(n) % 3 == 0, 5.0, 0.0)
+    common = dict(states=states, actions=np.zeros((n, 1)), next_states=truth, rewards=rewards,
+                  dones=np.zeros(n, bool), predicted_dones=np.zeros(n, bool), names=("x", "y"),
+                  state_atol=1e-6, state_rtol=0.0, reward_atol=1e-6, reward_rtol=0.0,
+                  discrete=True)
+    targets = Targets(tried={"x": ("- new x = x + 1  (right on every recorded transition)",),
+                             "reward": ("- rewards: 0 on 8 transitions; 5 on 4 transitions",)})
+    broken = truth.copy()
+    broken[:, 0] = states[:, 0]  # x left unchanged
+    text = targeted_errors(predicted_states=broken, predicted_rewards=rewards, targets=targets,
+                           **common)
+    assert target_of(text) == "new x"
+    assert "Keep as is (right on every transition): y, reward, done." in text
+    assert ("- the recorded data's rule (write it as it is): new x = x + 1  (right on every "
+            "recorded transition)") in text
+    assert "mostly left unchanged where it should change" in text
+    # the reward, wrong on a third, with the state right: its worst rows are the rewards of 5
+    text = targeted_errors(predicted_states=truth, predicted_rewards=np.zeros(n), targets=targets,
+                           **common)
+    assert target_of(text) == "reward" and "Also wrong" not in text
+    assert "  [0, 0], 0: 0, true 5" in text and "- tried already" in text
