@@ -285,8 +285,9 @@ def test_a_move_by_a_vector_the_state_holds_and_a_copy_of_another_leaf():
 
 
 # A grid of objects, like MiniGrid's, built here: the agent faces a direction; the objects are
-# dicts standing on cells; it picks up what is in front into what it carries, and toggles doors
-TURN_LEFT, TURN_RIGHT, FORWARD, PICK_UP, TOGGLE = range(5)
+# dicts standing on cells; it picks up what is in front into what it carries, puts it down on an
+# empty cell in front, and toggles doors
+TURN_LEFT, TURN_RIGHT, FORWARD, PICK_UP, TOGGLE, DROP = range(6)
 PICKABLE = ("key", "ball")
 
 
@@ -309,6 +310,10 @@ def object_step(state: dict, action: int) -> dict:
         if there is not None and there["type"] in PICKABLE and agent["carrying"] is None:
             objects.remove(there)
             agent["carrying"] = {"type": there["type"], "color": there["color"]}
+    elif action == DROP:
+        if agent["carrying"] is not None and there is None and cell not in state["walls"]:
+            objects.append({**agent["carrying"], "x": cell[0], "y": cell[1]})
+            agent["carrying"] = None
     elif there is not None and there["type"] == "door":
         if not there["locked"]:
             there["open"] = not there["open"]
@@ -325,7 +330,7 @@ def object_grid(rng: random.Random) -> dict:
     rng.shuffle(colors)
     objects = [{"type": "key", "color": colors[0], "x": cells[1][0], "y": cells[1][1]},
                {"type": "ball", "color": colors[1], "x": cells[2][0], "y": cells[2][1]},
-               {"type": "door", "color": rng.choice(colors), "x": cells[3][0], "y": cells[3][1],
+               {"type": "door", "color": colors[rng.random() < 0.3], "x": cells[3][0], "y": cells[3][1],
                 "open": False, "locked": rng.random() < 0.5}]
     return {"walls": walls, "objects": objects,
             "agent": {"x": cells[0][0], "y": cells[0][1], "dir": rng.randrange(4),
@@ -344,8 +349,9 @@ def object_walk(steps: int, seed: int) -> list[dict]:
             action = TURN_RIGHT
         elif near and state["agent"]["dir"] in near and rng.random() < 0.6:
             action = rng.choice([PICK_UP, TOGGLE, FORWARD])
-        else:
-            action = rng.randrange(5)
+        else:  # a drop now and then: what is carried stays in hand a while
+            action = rng.choice([TURN_LEFT, TURN_RIGHT, FORWARD, FORWARD, PICK_UP, TOGGLE,
+                                 TOGGLE, DROP])
         nxt = object_step(state, action)
         data.append({"state": state, "action": action, "next_state": nxt, "reward": 0.0,
                      "done": False, "mission": "open the door"})
@@ -353,7 +359,7 @@ def object_walk(steps: int, seed: int) -> list[dict]:
     return data
 
 
-def test_objects_in_front_are_picked_up_block_a_move_and_doors_open_with_their_conditions():
+def test_objects_in_front_are_picked_up_put_down_block_a_move_and_doors_open_with_conditions():
     data = object_walk(1500, seed=8)
     program = rule_program(data)
     front = ("_ahead([_get(state, 'agent', 'x'), _get(state, 'agent', 'y')], "
@@ -362,7 +368,8 @@ def test_objects_in_front_are_picked_up_block_a_move_and_doors_open_with_their_c
     # the pick-up: the object in front leaves the grid and becomes what the agent carries
     assert f"_put(new, _without(_get(state, 'objects'), {there}), 'objects')" in program
     assert f"_put(new, _bare({there}, ('x', 'y')), 'agent', 'carrying')" in program
-    assert "elif _get(state, 'agent', 'carrying') == None:" in program  # with empty hands
+    pick_up = program.split(f"elif action == {PICK_UP}:")[1].split("elif action")[0]
+    assert "_get(state, 'agent', 'carrying') == None" in pick_up  # with empty hands only
     # a move blocked by a wall in front, or by an object there that is not an open door
     assert f"if _in({front}, _get(state, 'walls')):\n            pass" in program
     assert f"elif not _get({there}, 'open') == True:\n            pass" in program
@@ -371,10 +378,33 @@ def test_objects_in_front_are_picked_up_block_a_move_and_doors_open_with_their_c
     assert (f"_changed_at(_get(state, 'objects'), ('x', 'y'), {front}, {{'locked': False}}, "
             "['open'])") in program
     assert f"_eq(_get({there}, 'color'), _get(_get(state, 'agent', 'carrying'), 'color'))" in program
+    # a drop: what is carried is put down on the cell in front
+    assert (f"_put_down(_get(state, 'objects'), _get(state, 'agent', 'carrying'), ('x', 'y'), "
+            f"{front})") in program
 
-    # on layouts it never saw, every transition right: moves into and past objects and open
-    # doors, pick-ups with the hands full or empty, doors locked, unlocked, of either color
+    # on play it never saw, and on each case built here, every transition right
     fresh = object_walk(600, seed=9)
-    assert {t["action"] for t in fresh if t["state"] != t["next_state"]} == set(range(5))
-    score = explained(program, fresh)
-    assert score["state_correct"] == len(fresh), score["mismatches"]
+    assert {t["action"] for t in fresh if t["state"] != t["next_state"]} == set(range(6))
+    walls = object_grid(random.Random(0))["walls"]
+    red_key, blue_key = {"type": "key", "color": "red"}, {"type": "key", "color": "blue"}
+
+    def at(x, y, d, carrying=None, *objects):
+        return {"walls": walls, "objects": [dict(o) for o in objects],
+                "agent": {"x": x, "y": y, "dir": d, "carrying": carrying}}
+
+    key = {**red_key, "x": 3, "y": 2}
+    door = {"type": "door", "color": "red", "x": 3, "y": 2, "open": False, "locked": True}
+    cases = [(at(2, 2, 0, None, key), PICK_UP), (at(2, 2, 0, blue_key, key), PICK_UP),
+             (at(2, 2, 0, None, key), FORWARD), (at(2, 2, 0, red_key, door), TOGGLE),
+             (at(2, 2, 0, blue_key, door), TOGGLE), (at(2, 2, 0, None, door), TOGGLE),
+             (at(2, 2, 0, None, {**door, "locked": False, "open": True}), TOGGLE),
+             (at(2, 2, 0, None, {**door, "locked": False, "open": True}), FORWARD),
+             (at(2, 2, 1, red_key, door), DROP), (at(2, 2, 0, red_key, door), DROP),
+             (at(4, 2, 0, red_key), DROP), (at(3, 3, 3, None, door), FORWARD)]
+    built = [{"state": s, "action": a, "next_state": object_step(s, a), "reward": 0.0,
+              "done": False, "mission": "open the door"} for s, a in cases]
+    assert [t["state"] != t["next_state"] for t in built] == [
+        True, False, False, True, False, False, True, True, True, False, False, False]
+    for transitions in (fresh, built):
+        score = explained(program, transitions)
+        assert score["state_correct"] == len(transitions), score["mismatches"]

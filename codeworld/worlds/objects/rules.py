@@ -300,6 +300,13 @@ def _changed_at(items, keys, cell, sets, flips):
             else item for item in items or []]
 
 
+def _put_down(items, item, keys, cell):
+    """``items`` with ``item`` (a dict) added, standing on ``cell`` (unchanged without one)."""
+    if not isinstance(item, dict) or cell is None:
+        return list(items or [])
+    return list(items or []) + [{**item, **dict(zip(keys, cell))}]
+
+
 def _eq(a, b):
     return a is not None and a == b
 '''
@@ -685,14 +692,16 @@ def _candidates(path: Path, kind: str, rows: list[tuple[dict, Any]], kinds: dict
 
 def _space_changes(path: Path, old: Any, new: Any, before: dict, space: Space):
     """The changes through the cells in front: a position moved to its cell in front; a list of
-    dicts without the element there, or with some of its fields changed; a leaf that becomes
-    that element without its position (picked up)."""
+    dicts without the element there, or with some of its fields changed, or with a dict leaf
+    put down there; a leaf that becomes that element without its position (picked up)."""
     for pointer in space.pointers:
         if pointer.position == path and _canon(pointer(before)) == _canon(new):
             yield f"ahead {pointer.code()}", Change(pointer.code(), pointer, 2)
         for where in space.located:
             item = where.at(before, pointer)
             if not isinstance(item, dict):
+                if where.path == path and isinstance(new, list):
+                    yield from _put_downs(path, old, new, before, pointer, where)
                 continue
             at = where.at_code(pointer)
             if _canon(_HELP["_bare"](item, where.keys)) == _canon(new):
@@ -724,6 +733,19 @@ def _space_changes(path: Path, old: Any, new: Any, before: dict, space: Space):
                         f"{list(flips)!r})",
                         lambda r, w=where, p=pointer, sets=sets, flips=list(flips):
                             _HELP["_changed_at"](r.get(w.path), w.keys, p(r), sets, flips), 3))
+
+
+def _put_downs(path: Path, old: Any, new: list, before: dict, pointer: Pointer, where: Located):
+    """A dict leaf (what is carried) put down on the empty cell in front."""
+    cell = pointer(before)
+    for leaf, value in sorted(before.items()):
+        if (leaf != path and isinstance(value, dict)
+                and _canon(_HELP["_put_down"](old, value, where.keys, cell)) == _canon(new)):
+            yield f"put down {leaf}", Change(
+                f"_put_down({_get_code(path)}, {_get_code(leaf)}, {where.keys!r}, "
+                f"{pointer.code()})",
+                lambda r, w=where, p=pointer, leaf=leaf: _HELP["_put_down"](
+                    r.get(w.path), r.get(leaf), w.keys, p(r)), 3)
 
 
 def _collection_changes(path: Path, old: list, new: list, before: dict, kinds: dict[Path, str],
