@@ -80,7 +80,7 @@ class Support:
 
     @classmethod
     def fit(cls, config: SupportConfig, states: np.ndarray, rewards: np.ndarray) -> "Support":
-        """The support of `states` (n, n_state) with rewards `rewards` (n,) recorded beside them."""
+        """The support of the recorded `states` (n, n_state), whose transitions earned `rewards`."""
         states = np.asarray(states, dtype=np.float64)
         states = states.reshape(len(states), -1)
         rewards = np.asarray(rewards, dtype=np.float64).ravel()
@@ -136,13 +136,13 @@ def _empty_tree(n_state: int) -> dict:
 def support_of(spec: EnvSpec, config: SupportConfig, buffer=None) -> Support:
     """The support of the states recorded in the training episodes of `spec`'s buffer (its default
     one, or `buffer`: anything ``--buffer`` names), split as a synthesis run splits it by default."""
-    from codeworld.envs.buffers import EpisodeSplit, load_buffer, resolve_buffer
+    from codeworld.envs.buffers import EpisodeSplit, ReplayBuffer, load_buffer, resolve_buffer
 
     data = resolve_buffer(spec, buffer)
-    data = data if not hasattr(data, "is_file") else load_buffer(data, spec)
+    data = data if isinstance(data, ReplayBuffer) else load_buffer(data, spec)
     train, _ = EpisodeSplit.draw(data).parts(data)
     states = np.concatenate([train.obs.reshape(len(train), -1), train.next_obs.reshape(len(train), -1)])
-    return Support.fit(config, states, np.concatenate([train.rewards, train.rewards]))
+    return Support.fit(config, states, train.rewards)
 
 
 def wrap_access(access: ModelAccess, support: Support) -> ModelAccess:
