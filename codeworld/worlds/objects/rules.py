@@ -11,8 +11,8 @@ state that the action ever changed:
   a leaf (or a leaf plus a vector the action moves things by); for a list of dicts that stand on
   cells (their position keys named like a position's): remove the element on a cell the state
   points at (a position plus its heading's step: the cell in front), or change some of its
-  fields (set them, negate a boolean); a leaf can become that element, without its position
-  (what is picked up);
+  fields (set them, negate a boolean), or add a dict leaf there (what is put down); a leaf can
+  become that element, without its position (what is picked up);
 * **the condition** under which each change happens, as a decision list (of single tests, or
   pairs of them where no single test is pure) over features computed from the state before the
   step: a leaf's value, the equality of two leaves, a vector plus another equal to a third, a
@@ -333,8 +333,7 @@ class Pointer:
         return f"_ahead({_get_code(self.position, name)}, {table}, {_get_code(self.key, name)})"
 
     def __call__(self, leaves: dict) -> Any:
-        step = dict(self.table).get(leaves.get(self.key))
-        return None if step is None else _add(leaves.get(self.position), step)
+        return _HELP["_ahead"](leaves.get(self.position), dict(self.table), leaves.get(self.key))
 
 
 @dataclass(frozen=True)
@@ -562,14 +561,21 @@ class Rule:
     label: int
 
     def condition(self) -> str:
-        return " and ".join(f.code if polarity else f"not {f.code}" for f, polarity in self.literals)
+        return " and ".join(f.code if polarity else _not(f.code) for f, polarity in self.literals)
 
     def negated(self) -> str:
         """The condition's negation, as code."""
         if len(self.literals) == 1:
             f, polarity = self.literals[0]
-            return f"not {f.code}" if polarity else f.code
+            return _not(f.code) if polarity else f.code
         return f"not ({self.condition()})"
+
+
+def _not(code: str) -> str:
+    """A test's negation, as code (``x is None`` for ``x is not None``)."""
+    if code.endswith(" is not None"):
+        return code[:-len(" is not None")] + " is None"
+    return f"not {code}"
 
 
 def _pure_best(cover: np.ndarray, y: np.ndarray, n_remaining: int) -> tuple[int, int] | None:
