@@ -40,7 +40,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="the planner (default: the env's own, mcts for discrete actions and cem for "
                              "continuous ones, as in the paper)")
     parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
-                        help="override a planner config field, e.g. --set num_simulations=50")
+                        help="override a planner config field, e.g. --set num_simulations=50, or "
+                             "--set support.mode=range to keep plans inside the training data")
     parser.add_argument("--timeout", type=positive_float, default=None, metavar="SECONDS",
                         help="wall-clock limit in seconds for one planning decision with the model")
     parser.add_argument("--no-compile", action="store_true", help="plan through the Python path")
