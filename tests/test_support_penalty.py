@@ -117,3 +117,26 @@ def test_plan_records_the_support_setting_and_refuses_a_bad_one(capsys):
     status = main(["plan", "CartPole-v1", model, *small, "--set", "support.mode=sometimes"])
     err = capsys.readouterr().err.strip()
     assert status == 2 and len(err.splitlines()) == 1 and "support mode" in err
+
+
+def test_the_wrapped_compiled_model_steps_as_the_wrapped_python_path():
+    """The C callback around a compiled model and the batched Python path agree step by step."""
+    from codeworld.kernels.rollout import step_batch
+    from codeworld.model import load_model
+    from codeworld.planning.ops import python_step_batch
+    from codeworld.planning.planners import ModelAccess
+    from codeworld.planning.support import wrap_access
+
+    model = load_model(WRONG_OUTSIDE, discrete=False)
+    support = _recorded_support(SupportConfig(mode="nearest", margin=0.01, cutoff=True))
+    access = wrap_access(ModelAccess(compiled=model, step_batch=python_step_batch(model)), support)
+    rng = np.random.default_rng(1)
+    states, actions = rng.uniform(-2.0, 2.0, (300, 1)), rng.uniform(-1.0, 1.0, (300, 1))
+    nxt, rewards, dones, status, stepped = step_batch(access.compiled, states, actions)
+    expected = access.step_batch(states, actions)
+    assert stepped == 300 and not status.any()
+    np.testing.assert_array_equal(nxt, expected[0])
+    np.testing.assert_array_equal(rewards, expected[1])
+    np.testing.assert_array_equal(dones, expected[2].astype(bool))
+    assert 0.2 < dones.mean() < 0.8  # between recorded positions and beyond them, outside; near one, inside
+    assert np.all(rewards[dones] == support.outside_reward)
