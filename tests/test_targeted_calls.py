@@ -120,6 +120,9 @@ def test_an_improve_request_names_the_wrong_component_and_its_worst_training_row
             " + (0.02 if action == 1 else -0.02)\n" + WRONG_SPEED.split("-0.02)\n", 1)[1] + "```")
     corrected = world.prompts.program(request, rest)
     assert corrected is not None and evaluator.evaluate(corrected).score >= 1.0 - 1e-5
+    # a closing bracket too many on the rewritten line is dropped, not the rest of the answer
+    slip = rest.replace("-0.02)\n", "-0.02))\n", 1)
+    assert world.prompts.program(request, slip) == corrected
 
 
 def test_a_description_equation_becomes_a_fitted_term_stated_as_exact(tmp_path):

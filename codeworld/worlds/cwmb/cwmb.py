@@ -134,14 +134,26 @@ class CwmbPrompts:
         raise ValueError(f"unknown action {request.action!r}")
 
     def program(self, request: Request, completion_text: str) -> str | None:
-        from codeworld.llm import CodeExtractionError, extract_code
+        """The program of a completion. A targeted improve's answer rewrites one line of a
+        program it was given: where a closing bracket too many is all that keeps the whole
+        answer from parsing, it is dropped (`drop_unmatched`) rather than the answer cut back
+        to the lines before it."""
+        from codeworld.llm import CodeExtractionError, extract_program
+        from codeworld.llm.extract import defines_world_model
         from codeworld.llm.types import prefill_of
 
         prefill = prefill_of(self.messages(request))
         try:
-            return extract_code(completion_text, prefill) + "\n"
+            found = extract_program(completion_text, prefill)
         except CodeExtractionError:
             return None
+        full = prefill + completion_text
+        if (found.trimmed and request.action == IMPROVE and target_of(request.feedback)
+                and full.startswith("```python\n")):
+            whole = drop_unmatched(full[len("```python\n"):].split("```", 1)[0])
+            if whole is not None and defines_world_model(whole):
+                return whole.rstrip("\n") + "\n"
+        return found.source + "\n"
 
 
 # A score this close to 1 leaves nothing for a constant fit to gain.
@@ -153,6 +165,26 @@ NEAR_PERFECT = 1.0 - 1e-5
 
 def _is_summary(feedback: str) -> bool:
     return feedback.startswith(SUMMARY_HEAD)
+
+
+def drop_unmatched(source: str, at_most: int = 3) -> str | None:
+    """`source` with at most `at_most` unmatched closing brackets taken out, where that makes it
+    parse (None where it does not): a small model that rewrites a long formula often closes it
+    once too often."""
+    import ast
+
+    for _ in range(at_most + 1):
+        try:
+            ast.parse(source)
+            return source
+        except SyntaxError as exc:
+            if not str(exc.msg).startswith("unmatched") or not exc.lineno or not exc.offset:
+                return None
+            lines = source.splitlines(keepends=True)
+            line = lines[exc.lineno - 1]
+            lines[exc.lineno - 1] = line[:exc.offset - 1] + line[exc.offset:]
+            source = "".join(lines)
+    return None
 
 
 def continue_at(program: str, target: str) -> str:
