@@ -22,12 +22,12 @@ from numba.extending import intrinsic
 MAX_TREE_DEPTH = 64  # stack of the tree walk; a k-d tree of 2^63 leaves is not coming
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def outside_one(x, low, high, nearest, offset, scale, data, index, start, end, leaf, lower, upper, radius2,
                 scratch, stack):
     """True when `x` leaves the box [low, high], or (`nearest`) no recorded state (rows of `data`,
     offset and scaled like it) lies within sqrt(`radius2`). `scratch` (n_state) and `stack`
-    (MAX_TREE_DEPTH) are work space."""
+    (MAX_TREE_DEPTH node numbers, as float64) are work space."""
     n = x.shape[0]
     for j in range(n):
         if x[j] < low[j] or x[j] > high[j]:
@@ -39,7 +39,7 @@ def outside_one(x, low, high, nearest, offset, scale, data, index, start, end, l
     top = 0
     stack[0] = 0
     while top >= 0:
-        node = stack[top]
+        node = int(stack[top])
         top -= 1
         d2 = 0.0
         for j in range(n):  # the squared distance to the node's bounding box
@@ -70,7 +70,7 @@ def outside_batch(states, low, high, nearest, offset, scale, data, index, start,
     """`outside_one` for each row of `states` (the batched Python path)."""
     out = np.zeros(states.shape[0], np.bool_)
     scratch = np.empty(states.shape[1])
-    stack = np.empty(MAX_TREE_DEPTH, np.int64)
+    stack = np.empty(MAX_TREE_DEPTH)
     for i in range(states.shape[0]):
         out[i] = outside_one(states[i], low, high, nearest, offset, scale, data, index, start, end, leaf,
                              lower, upper, radius2, scratch, stack)
@@ -111,7 +111,10 @@ def wrap_compiled(model_cfunc, arrays: dict, nearest: bool, radius2: float, outs
     Returns:
         the Numba cfunc (``.address`` for C++).
     """
+    from codeworld.model import _numba_helpers
+
     inner = model_cfunc
+    stack_doubles = _numba_helpers()[2]  # work space in the callback's frame: no allocation per step
     a = {k: (v.ctypes.data, v.shape) for k, v in arrays.items()}
     n_state = a["low"][1][0]
     n_data, n_nodes = a["data"][1][0], a["start"][1][0]
@@ -140,8 +143,8 @@ def wrap_compiled(model_cfunc, arrays: dict, nearest: bool, radius2: float, outs
         start = carray(_int_ptr(start_p), (n_nodes,))
         end = carray(_int_ptr(end_p), (n_nodes,))
         leaf = carray(_int_ptr(leaf_p), (n_nodes,))
-        scratch = np.empty(n_state)
-        stack = np.empty(MAX_TREE_DEPTH, np.int64)
+        scratch = carray(stack_doubles(n_state), (n_state,))
+        stack = carray(stack_doubles(MAX_TREE_DEPTH), (MAX_TREE_DEPTH,))
         if outside_one(x, low, high, nearest, offset, scale, data, index, start, end, leaf, lower, upper,
                        radius2, scratch, stack):
             out_reward[0] = outside_reward
