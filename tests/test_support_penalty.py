@@ -85,7 +85,8 @@ def test_the_nearest_state_test_agrees_with_brute_force():
     support = Support.fit(SupportConfig(mode="nearest", margin=0.05), recorded, rng.normal(size=800))
     queries = rng.normal(size=(400, 3)) * [1.5, 7.0, 0.15]
     lo, spread = recorded.min(axis=0), np.ptp(recorded, axis=0)
-    nearest = np.sqrt((((queries[:, None] - recorded[None]) / spread) ** 2).sum(-1)).min(axis=1)
+    # the root-mean-square distance per component, each scaled by its recorded range
+    nearest = np.sqrt((((queries[:, None] - recorded[None]) / spread) ** 2).mean(-1)).min(axis=1)
     off_box = np.any((queries < lo - 0.05 * spread) | (queries > lo + 1.05 * spread), axis=1)
     expected = off_box | (nearest > 0.05)
     assert 0.2 < expected.mean() < 0.9  # both answers occur

@@ -35,8 +35,10 @@ class SupportConfig:
     Attributes:
         mode: ``"off"``; ``"range"``: a state is outside when a component leaves the recorded
             [min, max] widened by `margin` times that component's recorded range on each side;
-            ``"nearest"``: that, or when no recorded state lies within `margin` of it, each
-            component divided by its recorded range (a k-d tree of the recorded states).
+            ``"nearest"``: that, or when no recorded state lies within `margin` of it in
+            root-mean-square distance per component, each component divided by its recorded
+            range (a k-d tree of the recorded states; the radius grows with the square root of
+            the state's size, so that it means the same for 3 components as for 300).
         margin: the widening of ``range``, and the radius of ``nearest``, in recorded ranges.
         penalty: a simulated step that lands outside earns the lowest recorded reward minus
             `penalty` times the recorded rewards' range (1 when they are all equal), in place of
@@ -113,7 +115,12 @@ class Support:
         states = np.ascontiguousarray(states, dtype=np.float64).reshape(len(states), -1)
         return outside_batch(states, a["low"], a["high"], self.config.mode == "nearest", a["offset"], a["scale"],
                              a["data"], a["index"], a["start"], a["end"], a["leaf"], a["lower"], a["upper"],
-                             self.config.margin ** 2)
+                             self.radius2)
+
+    @property
+    def radius2(self) -> float:
+        """The squared radius of ``nearest`` in scaled units: `margin` per component, RMS."""
+        return self.config.margin ** 2 * len(self.arrays["low"])
 
 
 def _tree_arrays(points: np.ndarray) -> dict:
@@ -175,6 +182,6 @@ class _CompiledSupport:
 
         self.model, self.support = model, support  # the callback reads their memory
         self._callback = wrap_compiled(model.cfunc, support.arrays, support.config.mode == "nearest",
-                                       support.config.margin ** 2, support.outside_reward, support.config.cutoff)
+                                       support.radius2, support.outside_reward, support.config.cutoff)
         self.address = self._callback.address
         self.cfunc = STEP_PROTOTYPE(self.address)
