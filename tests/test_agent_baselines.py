@@ -211,7 +211,7 @@ def test_benchmark_puts_agent_and_ppo_in_one_table_with_plots(tmp_path):
     bench = load_benchmark()
     stem = tmp_path / "wc"
     code = bench.main(["--llm", "reference", "--methods", "agent,ppo", "--levels", "sokoban:corridor",
-                       "--variants", "optimism+transfer", "--reliable", "2", "--ppo-steps", "256",
+                       "--variants", "optimism+transfer", "--reliable", "2", "--ppo-steps", "256", "--n-seeds", "1",
                        "--out", str(stem)])
     assert code == 0
     rows = json.loads(stem.with_suffix(".json").read_text())["rows"]
@@ -230,7 +230,7 @@ def test_benchmark_runs_react_with_a_scripted_llm(tmp_path):
     bench = load_benchmark()
     stem = tmp_path / "react"
     code = bench.main(["--llm", f"scripted:{script}", "--methods", "react", "--levels", "sokoban:corridor",
-                       "--react-episodes", "2", "--reliable", "2", "--out", str(stem),
+                       "--react-episodes", "2", "--reliable", "2", "--n-seeds", "1", "--out", str(stem),
                        "--llm-cache-dir", str(tmp_path / "cache")])
     assert code == 0
     (row,) = json.loads(stem.with_suffix(".json").read_text())["rows"]
