@@ -25,8 +25,10 @@ $(VENV)/.built: $(wildcard csrc/*.h csrc/*.cpp) | $(VENV)/.installed
 
 build: $(VENV)/.installed $(VENV)/.built
 
+# Test files spread over up to 4 cores (pytest-xdist; tests/conftest.py keeps each file, and the
+# embedded model's files together, on one worker).
 test: build
-	$(PY) -m pytest
+	$(PY) -m pytest -n auto --maxprocesses 4 --dist loadgroup
 
 demo: build
 	$(PY) -m codeworld demo

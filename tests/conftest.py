@@ -16,3 +16,17 @@ def kernel_backend(request, monkeypatch):
         pytest.fail("the C++ extension codeworld._core is not built; `make build` builds it")
     monkeypatch.setenv("CODEWORLD_BACKEND", request.param)
     return request.param
+
+
+# --- how `make test` spreads the suite over the cores (pytest-xdist, ``-n auto --dist loadgroup``)
+# Each test file runs whole on one worker (its module fixtures are built once); the files that run
+# the embedded model share one worker, since its server uses every core and later calls reuse its
+# prompt cache.
+EMBEDDED_MODEL_FILES = {"test_llm_local.py", "test_synthesis_local.py", "test_llm_native.py",
+                        "test_llm_faults.py"}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        name = item.path.name
+        item.add_marker(pytest.mark.xdist_group("embedded-model" if name in EMBEDDED_MODEL_FILES else name))

@@ -345,12 +345,17 @@ def _gone(pid: int) -> bool:
         return True
 
 
-def test_a_killed_parent_takes_its_worker_with_it_and_its_folder_is_cleaned_later():
+def test_a_killed_parent_takes_its_worker_with_it_and_its_folder_is_cleaned_later(tmp_path, monkeypatch):
     import signal
     import subprocess
+    import tempfile
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env = {**os.environ, "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    # A temp folder of this test's own: a sandbox started by another process meanwhile (a second
+    # test worker) would clean the orphan in the shared one before the checks below.
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    env = {**os.environ, "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", ""),
+           "TMPDIR": str(tmp_path)}
     parent = subprocess.Popen([sys.executable, "-c", _PARENT], stdout=subprocess.PIPE, text=True, env=env)
     pid = None
     try:
@@ -371,7 +376,7 @@ def test_a_killed_parent_takes_its_worker_with_it_and_its_folder_is_cleaned_late
         parent.stdout.close()
         if pid is not None and not _gone(pid):  # the old sandbox: the orphan would spin until its CPU limit
             os.kill(pid, signal.SIGKILL)
-    assert os.path.isdir(workdir)  # nobody closed the sandbox
+    assert os.path.isdir(workdir) and os.path.dirname(workdir) == str(tmp_path)  # nobody closed it
     with Sandbox() as box:  # the next sandbox to start removes it
         assert box.start().ok
     assert not os.path.exists(workdir)
