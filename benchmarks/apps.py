@@ -2,7 +2,7 @@
 
 The paper's Table 1 compares code-generation methods on APPS by *strict accuracy*: the share of
 problems whose program passes every test. APPS itself cannot be downloaded here, so this reads
-problems from a local folder or file in the APPS layout (see `codeworld.worlds.apps.apps`); the
+problems from a local folder or file in the APPS layout (see `codeworld.worlds.apps._apps`); the
 default is ``benchmarks/apps_problems/``, six problems written for codeworld in that layout (not
 from APPS), each with a reference solution (``--check-solutions`` runs those through the sandbox).
 
@@ -48,7 +48,7 @@ PAPER_TABLE1: dict[str, tuple[float, float]] = {
 
 def check_solutions(problems) -> int:
     """Run each problem's reference solutions on all its tests; 0 when every one passes."""
-    from codeworld.worlds.apps.apps import run_tests
+    from codeworld.worlds.apps._apps import run_tests
 
     bad = 0
     for problem in problems:
@@ -136,8 +136,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     from codeworld.experiments import ResultsStore, grid, make_executor, run_grid
-    from codeworld.experiments.apps import run_apps_job
-    from codeworld.worlds.apps.apps import load_problems
+    from codeworld.experiments._apps import run_apps_job
+    from codeworld.worlds.apps._apps import load_problems
 
     args = parse_args(argv)
     problems = load_problems(args.problems)[:args.limit]

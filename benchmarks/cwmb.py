@@ -294,9 +294,9 @@ EXTRA_KEYS = ("accuracy_training", "strict_sound", "floor_sound", "normalized_so
 
 
 def job_outcomes(result: dict) -> list[str]:
-    """The outcome class of every program of a job (`codeworld.experiments.outcomes`); a record
+    """The outcome class of every program of a job (`codeworld.experiments._outcomes`); a record
     written before outcomes were kept gives only buggy / runs, wrong / right from its history."""
-    from codeworld.experiments.outcomes import PERFECT
+    from codeworld.experiments._outcomes import PERFECT
 
     if "outcomes" in result:
         return [entry["outcome"] for entry in result["outcomes"]]
@@ -349,7 +349,7 @@ def aggregate(records: list[dict], envs: list[str], methods: list[str]) -> dict:
             curves = [d["best_by_call"] for d in done if d["best_by_call"]]
             entry["best_by_call"] = _mean_curve(curves)
             groups[method][group] = entry
-    from codeworld.experiments.outcomes import outcome_counts
+    from codeworld.experiments._outcomes import outcome_counts
 
     outcomes = {method: outcome_counts(o for m in metrics if m["method"] == method for o in m["outcomes"])
                 for method in methods}
@@ -497,7 +497,7 @@ def outcome_table(outcomes: dict[str, dict[str, int]], methods: list[str]) -> li
     totals = {m: sum(outcomes.get(m, {}).values()) for m in methods}
     lines = ["## Program outcomes", "",
              "Every program the searches wrote (all calls of all jobs), by what became of it "
-             "(`codeworld.experiments.outcomes`).", "",
+             "(`codeworld.experiments._outcomes`).", "",
              "| outcome |" + "".join(f" {m} ({totals[m]} programs) |" for m in methods),
              "|---|" + "---:|" * len(methods)]
     for name in classes:
@@ -541,7 +541,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--envs", default="discrete",
                         help="discrete, continuous, all, rtfm, or a comma list of ids (default discrete)")
     from codeworld.synthesis.config import ASSIST_ABLATIONS
-    from codeworld.synthesis.gif_mcts import ACTION_ABLATIONS
+    from codeworld.synthesis._gif_mcts import ACTION_ABLATIONS
 
     parser.add_argument("--methods", default="gif-mcts,worldcoder",
                         help="comma list of synthesis methods (default gif-mcts,worldcoder); a method "
@@ -562,7 +562,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--episodes", type=int, default=10, help="planning episodes per policy (paper: 10)")
     parser.add_argument("--max-steps", type=int, default=None,
                         help="cap on steps per planning episode (default: the env's own limit)")
-    from codeworld.planning.protocol import PROTOCOLS
+    from codeworld.planning._protocol import PROTOCOLS
 
     parser.add_argument("--protocol", default=None, choices=sorted(PROTOCOLS),
                         help="a named planning protocol over --episodes and --max-steps: "
@@ -589,7 +589,7 @@ def main(argv: list[str] | None = None) -> int:
 
     args = parse_args(argv)
     if args.protocol is not None:
-        from codeworld.planning.protocol import get_protocol
+        from codeworld.planning._protocol import get_protocol
 
         protocol = get_protocol(args.protocol)
         args.episodes, args.max_steps = protocol.episodes, protocol.max_steps
@@ -637,7 +637,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.llm == "local" and args.executor == "local" and args.workers > 1:
                 # One server with a slot per worker, decoding the workers' requests together,
                 # instead of one server per worker each taking every core.
-                from codeworld.llm.local import ServerSettings, serve_for_workers
+                from codeworld.llm._local import ServerSettings, serve_for_workers
 
                 stack.enter_context(serve_for_workers(ServerSettings(slots=args.workers)))
             executor = stack.enter_context(

@@ -3,7 +3,7 @@ state the step started from (`AssistConfig.reward_from_old`).
 
 For each environment, the formula is fitted on the training episodes of the run's split (seed 0,
 the share every run holds out) exactly as a prompt's data section fits it
-(`codeworld.worlds.cwmb.relations.find_reward_relation`), then evaluated on the held-out episodes:
+(`codeworld.worlds.cwmb._relations.find_reward_relation`), then evaluated on the held-out episodes:
 the share of the reward's variance it explains there (R^2) and the share of transitions it gets
 right within the sound scorer's reward tolerance. Environments whose rewards take few values get
 no formula in either case (they are listed value by value) and are left out.
@@ -45,12 +45,12 @@ def formula_values(formula: str, names: list[str], obs, actions, next_obs) -> np
 
 
 def measure(env_id: str) -> dict | None:
-    from codeworld.envs.buffers import HELDOUT_FRACTION, EpisodeSplit
-    from codeworld.envs.descriptions import describe
+    from codeworld.envs._buffers import HELDOUT_FRACTION, EpisodeSplit
+    from codeworld.envs._descriptions import describe
     from codeworld.scoring import Scorer
-    from codeworld.scoring.scorer import tolerances
-    from codeworld.worlds.cwmb.relations import MANY_REWARD_VALUES, find_reward_relation
-    from codeworld.worlds.cwmb.scaffold import build_scaffold
+    from codeworld.scoring._scorer import tolerances
+    from codeworld.worlds.cwmb._relations import MANY_REWARD_VALUES, find_reward_relation
+    from codeworld.worlds.cwmb._scaffold import build_scaffold
 
     whole = Scorer(env_id, None, references=False)
     train, held = EpisodeSplit.draw(whole.buffer, HELDOUT_FRACTION, 0).parts(whole.buffer)

@@ -76,7 +76,7 @@ def pick_transitions(n_buffer: int, n_examples: int, n_queries: int, seed: int) 
 
 def query_buffer(buffer, indices: list[int]):
     """The queried transitions as a buffer of their own (each row its own episode)."""
-    from codeworld.envs.buffers import make_buffer
+    from codeworld.envs._buffers import make_buffer
 
     idx = np.asarray(indices)
     return make_buffer(buffer.env_id, obs=buffer.obs[idx], actions=buffer.actions[idx],
@@ -88,7 +88,7 @@ def query_buffer(buffer, indices: list[int]):
 def predict_messages(description: str, examples, state: np.ndarray, action) -> list[dict]:
     """The ``predict`` prompt for one transition: its own state and action, the shared examples."""
     from codeworld.llm import format_value
-    from codeworld.worlds.cwmb.cwmb import render_cwmb
+    from codeworld.worlds.cwmb._cwmb import render_cwmb
 
     return render_cwmb("predict", description=description, examples=examples,
                   state=format_value(state), action=format_value(action))
@@ -117,7 +117,7 @@ def accuracy(buffer, spec, next_states, rewards, dones, readable: np.ndarray) ->
 
 def run_llm(llm, spec, description: str, buffer, examples: list[int], queries, max_tokens: int) -> dict:
     """The LLM as the world model: one prompt and one call per queried transition."""
-    from codeworld.llm.prompts import format_transitions, parse_prediction
+    from codeworld.llm._prompts import format_transitions, parse_prediction
 
     ex = format_transitions(buffer.obs[examples], [_action_value(spec, a) for a in buffer.actions[examples]],
                             buffer.next_obs[examples], buffer.rewards[examples], buffer.terminated[examples])
@@ -156,7 +156,7 @@ def run_llm(llm, spec, description: str, buffer, examples: list[int], queries, m
 
 def run_program(spec, source: str, queries) -> dict:
     """A code world model program in the sandbox, one call per queried transition."""
-    from codeworld.model_worker import ModelWorker
+    from codeworld._model_worker import ModelWorker
 
     n, d = queries.obs.shape
     next_states = np.full((n, d), np.nan)
@@ -266,10 +266,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     from codeworld.envs import get_spec
-    from codeworld.envs.buffers import buffer_path, load_buffer
-    from codeworld.envs.descriptions import describe
+    from codeworld.envs._buffers import buffer_path, load_buffer
+    from codeworld.envs._descriptions import describe
     from codeworld.llm import LLMConfig, make_llm
-    from codeworld.llm.local import LocalOptions
+    from codeworld.llm._local import LocalOptions
 
     args = parse_args(argv)
     if args.report_only:

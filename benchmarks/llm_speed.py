@@ -18,7 +18,7 @@ of `ServerSettings`, e.g. ``new:draft_max=8``):
 * ``old``: the settings before this benchmark existed: the ``xllamacpp`` wheel, threads = cores
   less the 1-minute load average (read when the server starts), no speculation, one slot,
   threads that sleep at once between operations (poll 0);
-* ``new``: `codeworld.llm.local.ServerSettings` defaults (every core, n-gram speculation, the
+* ``new``: `codeworld.llm._local.ServerSettings` defaults (every core, n-gram speculation, the
   native engine where ``codeworld build-llm`` has built it, else the wheel);
 * ``wheel``: the new settings on the ``xllamacpp`` wheel (what they give without the build);
 * ``nospec``: the new settings without speculation;
@@ -82,7 +82,7 @@ def config_settings(name: str):
     (``new:draft_max=8``)."""
     from dataclasses import fields, replace
 
-    from codeworld.llm.local import ServerSettings
+    from codeworld.llm._local import ServerSettings
 
     if ":" in name:
         base, *changes = name.split(":")
@@ -115,7 +115,7 @@ def config_settings(name: str):
 
 def machine() -> str:
     """The architecture, core count, CPU model and the vector instruction sets llama.cpp uses."""
-    from codeworld.llm.native import cpu_flags
+    from codeworld.llm._native import cpu_flags
 
     model = ""
     try:
@@ -179,7 +179,7 @@ def summarize(rows: list[dict]) -> dict:
 
 
 def part1(prompts: list[dict], configs: list[str], max_tokens: int) -> dict:
-    from codeworld.llm.local import LocalServer, ensure_model_file
+    from codeworld.llm._local import LocalServer, ensure_model_file
 
     model = ensure_model_file()
     servers, described = {}, {}
@@ -229,7 +229,7 @@ def part1(prompts: list[dict], configs: list[str], max_tokens: int) -> dict:
 
 def part2(prompts: list[dict], ks: list[int], tokens: int, engine: str | None = None,
           threads: int | None = None, speculation: str | None = None) -> dict:
-    from codeworld.llm.local import LocalServer, ServerSettings, ensure_model_file
+    from codeworld.llm._local import LocalServer, ServerSettings, ensure_model_file
 
     slots = max(ks)
     settings = ServerSettings(slots=slots, engine=engine, threads=threads, speculation=speculation)
@@ -403,7 +403,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.skip_parallel:
         ks = [int(k) for k in args.parallel.split(",")]
         print(f"part 2: K = {ks} requests at once, {args.parallel_tokens} tokens each", flush=True)
-        from codeworld.llm.native import native_server_binary
+        from codeworld.llm._native import native_server_binary
 
         engines = ([e.strip() for e in args.parallel_engines.split(",") if e.strip()] or
                    ["xllamacpp"] + (["native"] if native_server_binary() else []))

@@ -67,10 +67,10 @@ def measure(env_id: str, threads: int, seconds: float, plan_budget_s: float) -> 
     from mujoco import batch as mujoco_batch
 
     from codeworld.envs import get_spec
-    from codeworld.planning.cem import CemPlanner
-    from codeworld.planning.oracle import OracleModel
+    from codeworld.planning._cem import CemPlanner
+    from codeworld.planning._oracle import OracleModel
     from codeworld.planning.planners import ModelAccess
-    from codeworld.planning.protocol import default_config
+    from codeworld.planning._protocol import default_config
 
     spec = get_spec(env_id)
     rng = np.random.default_rng(0)

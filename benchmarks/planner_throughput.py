@@ -41,9 +41,9 @@ from pathlib import Path
 import numpy as np
 
 from codeworld import core_available
-from codeworld.kernels.cem import cem_plan, cem_plan_batched, cem_reference
-from codeworld.kernels.mcts import mcts_plan, mcts_plan_batched, mcts_reference
-from codeworld.model import load_model
+from codeworld.kernels._cem import cem_plan, cem_plan_batched, cem_reference
+from codeworld.kernels._mcts import mcts_plan, mcts_plan_batched, mcts_reference
+from codeworld._model import load_model
 
 HERE = Path(__file__).resolve().parent
 try:

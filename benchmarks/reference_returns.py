@@ -4,7 +4,7 @@ Every grid's normalized return needs the random policy's and the oracle's return
 seeded episodes; they do not depend on the model, so they are computed here once and stored in
 ``codeworld/data/reference_returns.json`` (with the commit, the simulator versions, the protocol,
 the planner config, the wall time and the machine), which `codeworld.planning.evaluate` reads
-before its cache (`codeworld.planning.protocol`).
+before its cache (`codeworld.planning._protocol`).
 
 The table is written after each environment and policy, and entries already in it are skipped, so
 a run can be stopped and started again. It is meant to run in the background at low priority:
@@ -35,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     from codeworld.envs import get_spec
     from codeworld.planning import evaluate
     from codeworld.planning.evaluate import reference_key_of
-    from codeworld.planning.protocol import (PROTOCOLS, default_config, episode_cap, find_reference, get_protocol,
+    from codeworld.planning._protocol import (PROTOCOLS, default_config, episode_cap, find_reference, get_protocol,
                                              reference_path, store_reference)
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])

@@ -1,8 +1,8 @@
 """Which symbolic-regression library recovers the state components that the data section's sparse
-linear fits miss, on the shipped CWMB buffers (the measurement behind `codeworld.fitting.regression`).
+linear fits miss, on the shipped CWMB buffers (the measurement behind `codeworld.fitting._regression`).
 
 For each environment, the run's split (seed 0, the share every run holds out) gives training and
-held-out episodes. The data section's fits (`codeworld.worlds.cwmb.relations.find_relations`) are
+held-out episodes. The data section's fits (`codeworld.worlds.cwmb._relations.find_relations`) are
 made on the training episodes; every real component they do not get right on every training
 transition is then regressed by each library on the same inputs (the old state, the action, and
 the new values of the components the fits get right everywhere), in the integrator form (the
@@ -74,12 +74,12 @@ def _gplearn(x, y, x_held, groups, budget):
 
 
 def measure(env_id: str, budget: float) -> list[dict]:
-    from codeworld.envs.buffers import HELDOUT_FRACTION, EpisodeSplit
+    from codeworld.envs._buffers import HELDOUT_FRACTION, EpisodeSplit
     from codeworld.fitting import regress_component
-    from codeworld.kernels.check import values_close
+    from codeworld.kernels._check import values_close
     from codeworld.scoring import Scorer
-    from codeworld.scoring.scorer import tolerances
-    from codeworld.worlds.cwmb.relations import find_relations
+    from codeworld.scoring._scorer import tolerances
+    from codeworld.worlds.cwmb._relations import find_relations
 
     whole = Scorer(env_id, None, references=False)
     train, held = EpisodeSplit.draw(whole.buffer, HELDOUT_FRACTION, 0).parts(whole.buffer)

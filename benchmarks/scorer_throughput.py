@@ -103,7 +103,7 @@ def paper_style_score(buffer, n: int) -> float:
 
 def big_buffer(min_transitions: int):
     """The committed CartPole buffer repeated until it holds at least `min_transitions`."""
-    from codeworld.envs.buffers import buffer_path, load_buffer, make_buffer
+    from codeworld.envs._buffers import buffer_path, load_buffer, make_buffer
 
     base = load_buffer(buffer_path("CartPole-v1"))
     reps = -(-min_transitions // len(base))
@@ -115,7 +115,7 @@ def big_buffer(min_transitions: int):
 
 
 def time_codeworld(buffer, backend: str, repeats: int) -> dict:
-    from codeworld.model_worker import ModelWorker
+    from codeworld._model_worker import ModelWorker
     from codeworld.scoring import Scorer
 
     os.environ["CODEWORLD_BACKEND"] = backend  # read by the parent and by the worker it spawns

@@ -177,7 +177,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from codeworld.sandbox import SandboxLimits
-    from codeworld.worlds.cwmb.cwmb import make_cwmb_world
+    from codeworld.worlds.cwmb._cwmb import make_cwmb_world
 
     evaluator = make_cwmb_world(args.env, timeout_s=args.timeout).evaluator
     # The evaluator's timeout covers scoring, not loading: a program that loops at import would

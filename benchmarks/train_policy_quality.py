@@ -82,10 +82,10 @@ def _train_and_track(case: Case, source: str | None, seed: int) -> dict:
     from stable_baselines3.common.env_util import make_vec_env
 
     from codeworld.training import ALGORITHMS, algorithm_kwargs, evaluate_policy_on_real_env
-    from codeworld.training.sb3 import sb3_agent, sb3_vec_env
+    from codeworld.training._sb3 import sb3_agent, sb3_vec_env
     from codeworld.envs import get_spec, make_env
     from codeworld.planning.evaluate import UNLIMITED_ENV_MAX_STEPS
-    from codeworld.planning.gym_env import CodeWorldVectorEnv
+    from codeworld.planning._gym_env import CodeWorldVectorEnv
 
     spec = get_spec(case.env_id)
     max_steps = spec.max_episode_steps or UNLIMITED_ENV_MAX_STEPS

@@ -31,10 +31,10 @@ success were reached: a change is better only when these say so, not one seed.
 ``--methods agent,ppo,react`` puts the paper's baselines in the same table, on the same levels,
 episode seeds and episode limit (the default is the agent alone: PPO spends up to ``--ppo-steps``
 env steps per level, ReAct one LLM call per step). ``ppo`` is stable-baselines3's PPO (the
-``train`` extra, `codeworld.agent.ppo`): its training episodes are the env steps counted, and
+``train`` extra, `codeworld.agent._ppo`): its training episodes are the env steps counted, and
 the notes under the table add where its policy became valid (``--ppo-valid-rate`` success over
 100 training episodes), which a lucky streak cannot fake. ``react`` is an LLM that chooses every
-action (`codeworld.agent.react`): ``--react-episodes`` episodes, their success, calls and tokens.
+action (`codeworld.agent._react`): ``--react-episodes`` episodes, their success, calls and tokens.
 Two plots go beside the table: levels at first and at reliable success against environment steps
 (``STEM_steps.png``) and against LLM tokens (``STEM_tokens.png``, methods that call an LLM).
 
@@ -66,10 +66,10 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any, Callable
 
-from codeworld.agent.config import AgentConfig
+from codeworld.agent._config import AgentConfig
 from codeworld.agent.envs import make_object_env
-from codeworld.agent.loop import WorldCoderAgent, summary_row
-from codeworld.agent.reference import REFERENCE_MODELS
+from codeworld.agent._loop import WorldCoderAgent, summary_row
+from codeworld.agent._reference import REFERENCE_MODELS
 from codeworld.synthesis.config import SamplingConfig
 
 VARIANTS = {
@@ -122,7 +122,7 @@ def run_variant(name: str, llm_for: Callable[[Any], Any], levels: list[str], bas
 
     ``llm_for(env)`` gives the LLM of a level (the same client for every level, or the family's
     `ReferenceLLM`); ``progress`` is the agent's progress callback (a line per call, rewrite and
-    episode: `codeworld.reports.progress.agent_progress_printer`), or None.
+    episode: `codeworld.reports._progress.agent_progress_printer`), or None.
     """
     config = replace(base, **VARIANTS[name])
     envs = [make_object_env(level) for level in levels]
@@ -147,8 +147,8 @@ def run_baseline(method: str, levels: list[str], args: argparse.Namespace, llm_f
     """One baseline (``ppo`` or ``react``) on every level at one seed (default ``args.seed``);
     ``report(row)`` after each level."""
     seed = args.seed if seed is None else seed
-    from codeworld.agent.ppo import ppo_baseline
-    from codeworld.agent.react import ReActConfig, react_baseline
+    from codeworld.agent._ppo import ppo_baseline
+    from codeworld.agent._react import ReActConfig, react_baseline
 
     rows = []
     for level in levels:
@@ -329,7 +329,7 @@ def write_results(out: Path, meta: dict, rows: list[dict]) -> None:
     if "ppo" in meta["methods"]:
         ppo = next((r for r in rows if r.get("method") == "ppo"), None)
         settings = ", ".join(f"{k} {v}" for k, v in ppo["config"].items()) if ppo else ""
-        parts.append(f"PPO: stable-baselines3's PPO with an MLP policy on `codeworld.agent.ppo`'s "
+        parts.append(f"PPO: stable-baselines3's PPO with an MLP policy on `codeworld.agent._ppo`'s "
                      f"encoding of the object-level state ({settings}), at most "
                      f"{meta['ppo_steps']:,} env steps per level; every training step counts. "
                      f"Training stops once reliable success ({meta['config']['reliable_successes']} "
@@ -614,7 +614,7 @@ def main(argv: list[str] | None = None) -> int:
         print(format_row(row) + " (kept)", flush=True)
     for seed in meta["run_seeds"]:  # every variant at one seed before the next seed
         if "agent" in methods:
-            from codeworld.reports.progress import agent_progress_printer
+            from codeworld.reports._progress import agent_progress_printer
 
             for variant in args.variants:
                 if all((variant, seed, _level_name(level)) in done for level in args.levels):

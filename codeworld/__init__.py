@@ -25,9 +25,9 @@ _EXPORTS = {
     "list_envs": "codeworld.envs",
     "make_env": "codeworld.envs",
     "register_env": "codeworld.envs",
-    "ReplayBuffer": "codeworld.envs.buffers",
-    "load_buffer": "codeworld.envs.buffers",
-    "describe": "codeworld.envs.descriptions",
+    "ReplayBuffer": "codeworld.envs._buffers",
+    "load_buffer": "codeworld.envs._buffers",
+    "describe": "codeworld.envs._descriptions",
     "FitConfig": "codeworld.fitting",
     "FitResult": "codeworld.fitting",
     "fit_constants": "codeworld.fitting",
@@ -37,21 +37,21 @@ _EXPORTS = {
     "Sampling": "codeworld.llm",
     "extract_code": "codeworld.llm",
     "make_llm": "codeworld.llm",
-    "ModelSourceError": "codeworld.model",
-    "ModelSourceInfo": "codeworld.model",
-    "check_model_source": "codeworld.model",
+    "ModelSourceError": "codeworld._model",
+    "ModelSourceInfo": "codeworld._model",
+    "check_model_source": "codeworld._model",
     "CemConfig": "codeworld.planning",
     "MctsConfig": "codeworld.planning",
     "PlanEvaluation": "codeworld.planning",
     "evaluate": "codeworld.planning",
-    "ModelWorker": "codeworld.model_worker",
-    "Prediction": "codeworld.model_worker",
+    "ModelWorker": "codeworld._model_worker",
+    "Prediction": "codeworld._model_worker",
     "Sandbox": "codeworld.sandbox",
     "SandboxLimits": "codeworld.sandbox",
     "SandboxResult": "codeworld.sandbox",
     "Registry": "codeworld.registry",
-    "SpeedReport": "codeworld.speed",
-    "speed_step": "codeworld.speed",
+    "SpeedReport": "codeworld._speed",
+    "speed_step": "codeworld._speed",
     "Scorer": "codeworld.scoring",
     "ScoreReport": "codeworld.scoring",
     "score_model": "codeworld.scoring",
@@ -88,16 +88,16 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names load lazi
     from codeworld.agent import AgentConfig, WorldCoderAgent, make_object_env
     from codeworld.envs import (EnvSpec, encode_obs, env_spec, get_spec, list_envs, make_env,
                                 register_env)
-    from codeworld.envs.buffers import ReplayBuffer, load_buffer
-    from codeworld.envs.descriptions import describe
+    from codeworld.envs._buffers import ReplayBuffer, load_buffer
+    from codeworld.envs._descriptions import describe
     from codeworld.fitting import FitConfig, FitResult, fit_constants
     from codeworld.llm import Completion, LLMClient, LLMConfig, Sampling, extract_code, make_llm
-    from codeworld.model import ModelSourceError, ModelSourceInfo, check_model_source
+    from codeworld._model import ModelSourceError, ModelSourceInfo, check_model_source
     from codeworld.planning import CemConfig, MctsConfig, PlanEvaluation, evaluate
-    from codeworld.model_worker import ModelWorker, Prediction
+    from codeworld._model_worker import ModelWorker, Prediction
     from codeworld.registry import Registry
     from codeworld.sandbox import Sandbox, SandboxLimits, SandboxResult
     from codeworld.scoring import Scorer, ScoreReport, score_model
-    from codeworld.speed import SpeedReport, speed_step
+    from codeworld._speed import SpeedReport, speed_step
     from codeworld.synthesis import (GifMcts, GifMctsConfig, Rex, RexConfig, RunDir, RunSpec,
                                      RunStatus, ZeroShot, ZeroShotConfig, synthesize)

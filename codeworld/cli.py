@@ -11,19 +11,19 @@ import importlib
 import sys
 
 COMMAND_MODULES = [
-    "codeworld.commands.check",
-    "codeworld.commands.describe",
-    "codeworld.commands.collect",
-    "codeworld.commands.score",
-    "codeworld.commands.fit",
-    "codeworld.commands.plan",
-    "codeworld.commands.train",
-    "codeworld.commands.llm",
-    "codeworld.commands.build_llm",
-    "codeworld.commands.synthesize",
-    "codeworld.commands.show",
-    "codeworld.commands.demo",
-    "codeworld.commands.agent",
+    "codeworld.commands._check",
+    "codeworld.commands._describe",
+    "codeworld.commands._collect",
+    "codeworld.commands._score",
+    "codeworld.commands._fit",
+    "codeworld.commands._plan",
+    "codeworld.commands._train",
+    "codeworld.commands._llm",
+    "codeworld.commands._build_llm",
+    "codeworld.commands._synthesize",
+    "codeworld.commands._show",
+    "codeworld.commands._demo",
+    "codeworld.commands._agent",
 ]
 
 

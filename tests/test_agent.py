@@ -5,12 +5,12 @@ from pathlib import Path
 
 import pytest
 
-from codeworld.agent.config import AgentConfig
-from codeworld.worlds.objects.evaluate import AgentEvaluator
-from codeworld.agent.loop import WorldCoderAgent, nearest_missions
-from codeworld.agent.minigrid_env import MiniGridEnv
-from codeworld.agent.reference import MINIGRID_MODEL, SOKOBAN_MODEL
-from codeworld.agent.sokoban import make_sokoban
+from codeworld.agent._config import AgentConfig
+from codeworld.worlds.objects._evaluate import AgentEvaluator
+from codeworld.agent._loop import WorldCoderAgent, nearest_missions
+from codeworld.agent._minigrid_env import MiniGridEnv
+from codeworld.agent._reference import MINIGRID_MODEL, SOKOBAN_MODEL
+from codeworld.agent._sokoban import make_sokoban
 from codeworld.sandbox import Sandbox
 from codeworld.synthesis.fakes import ScriptedLLM
 
@@ -335,7 +335,7 @@ def test_a_model_shown_wrong_in_an_episode_is_not_followed_until_it_is_replaced(
 
 
 def test_the_best_transition_and_the_best_reward_of_a_rewrite_are_joined_without_a_call():
-    from codeworld.worlds.objects.states import skeleton_program, state_schema
+    from codeworld.worlds.objects._states import skeleton_program, state_schema
 
     env = make_sokoban("corridor")
     state, mission = env.reset()

@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 from codeworld.agent import make_object_env
-from codeworld.agent.loop import LevelResult, summary_row
-from codeworld.agent.ppo import ObjectGymEnv, PPOConfig, StateEncoder, ppo_baseline
-from codeworld.agent.react import ReActAgent, ReActConfig, parse_action, react_baseline
+from codeworld.agent._loop import LevelResult, summary_row
+from codeworld.agent._ppo import ObjectGymEnv, PPOConfig, StateEncoder, ppo_baseline
+from codeworld.agent._react import ReActAgent, ReActConfig, parse_action, react_baseline
 from codeworld.llm import LLMClient
-from codeworld.llm.scripted import ScriptedBackend
+from codeworld.llm._scripted import ScriptedBackend
 from codeworld.synthesis.fakes import ScriptedLLM
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -244,7 +244,7 @@ def test_benchmark_refuses_react_with_the_reference_llm():
 
 
 def test_reference_llm_answers_with_the_levels_family_model():
-    from codeworld.agent.reference import REFERENCE_MODELS
+    from codeworld.agent._reference import REFERENCE_MODELS
 
     bench = load_benchmark()
     for family, program in REFERENCE_MODELS.items():

@@ -110,7 +110,7 @@ def test_cli_agent_runs_a_level(tmp_path, capsys):
 
 
 def _script(tmp_path):
-    from codeworld.agent.reference import SOKOBAN_MODEL
+    from codeworld.agent._reference import SOKOBAN_MODEL
 
     path = tmp_path / "script.jsonl"
     path.write_text(json.dumps({"text": f"```python\n{SOKOBAN_MODEL}```"}) + "\n")

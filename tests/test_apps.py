@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from codeworld.experiments import Job
-from codeworld.experiments.apps import run_apps_job
+from codeworld.experiments._apps import run_apps_job
 from codeworld.synthesis.types import FIX, GENERATE, IMPROVE, Request
-from codeworld.worlds.apps.apps import (
+from codeworld.worlds.apps._apps import (
     AppsEvaluator, AppsPrompts, load_problems, outputs_match, run_tests, search_tests,
 )
 

@@ -214,7 +214,7 @@ def test_a_command_module_only_parses_calls_and_formats():
 
 
 def test_only_the_cli_imports_the_command_modules():
-    # library modules (codeworld.agent.ppo among them) and benchmark scripts call the library
+    # library modules (codeworld.agent._ppo among them) and benchmark scripts call the library
     assert command_imports(scripts=sorted((REPO / "benchmarks").glob("*.py"))) == []
 
 

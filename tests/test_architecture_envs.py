@@ -30,16 +30,16 @@ PUBLIC_ENTRY_POINTS = {
     "envs/registry.py": {"make_env", "encode_obs", "encode_action", "decode_action",
                          "set_state_from_obs", "step_from_obs"},
     "envs/derive.py": {"env_spec"},
-    "envs/buffer_format.py": {"make_buffer", "load_buffer"},
-    "envs/buffers.py": {"buffer_path", "cached_buffer_path", "default_buffer", "paper_buffer_path",
+    "envs/_buffer_format.py": {"make_buffer", "load_buffer"},
+    "envs/_buffers.py": {"buffer_path", "cached_buffer_path", "default_buffer", "paper_buffer_path",
                         "resolve_buffer"},
-    "envs/collection.py": {"collect_buffer"},
-    "envs/descriptions.py": {"describe", "description_path", "write_descriptions"},
-    "scoring/scorer.py": {"Scorer.__init__"},
+    "envs/_collection.py": {"collect_buffer"},
+    "envs/_descriptions.py": {"describe", "description_path", "write_descriptions"},
+    "scoring/_scorer.py": {"Scorer.__init__"},
     "planning/evaluate.py": {"evaluate"},
-    "planning/oracle.py": {"OracleModel.__init__"},
-    "planning/gym_env.py": {"CodeWorldEnv.__init__", "CodeWorldVectorEnv.__init__"},
-    "training/train.py": {"train_policy"},
+    "planning/_oracle.py": {"OracleModel.__init__"},
+    "planning/_gym_env.py": {"CodeWorldEnv.__init__", "CodeWorldVectorEnv.__init__"},
+    "training/_train.py": {"train_policy"},
 }
 
 
@@ -95,7 +95,7 @@ def test_resolve_env_is_called_only_at_public_edges():
     stray = [(module, scope, line) for module, calls in sites.items() for scope, line in calls
              if not module.startswith(EDGE_PACKAGES) and scope not in PUBLIC_ENTRY_POINTS.get(module, ())]
     assert not stray, f"resolve_env called below the edges: {stray}"
-    assert {"scoring/scorer.py", "planning/evaluate.py"} <= set(sites)
+    assert {"scoring/_scorer.py", "planning/evaluate.py"} <= set(sites)
 
 
 @pytest.fixture
@@ -112,9 +112,9 @@ def lookups(monkeypatch):
 
 
 def test_a_user_call_looks_its_environment_up_once(lookups):
-    from codeworld.envs.buffers import buffer_path, load_buffer
-    from codeworld.envs.collection import CollectionConfig, collect_buffer
-    from codeworld.envs.descriptions import describe
+    from codeworld.envs._buffers import buffer_path, load_buffer
+    from codeworld.envs._collection import CollectionConfig, collect_buffer
+    from codeworld.envs._descriptions import describe
     from codeworld.planning import evaluate
     from codeworld.scoring import Scorer
 
@@ -140,7 +140,7 @@ def test_a_user_call_looks_its_environment_up_once(lookups):
 
 
 def test_a_spec_passed_in_is_never_looked_up(lookups):
-    from codeworld.envs.buffers import load_buffer, resolve_buffer
+    from codeworld.envs._buffers import load_buffer, resolve_buffer
     from codeworld.planning import evaluate
     from codeworld.scoring import Scorer
 
@@ -152,7 +152,7 @@ def test_a_spec_passed_in_is_never_looked_up(lookups):
 
 
 def test_a_command_looks_its_environment_up_once(lookups, capsys):
-    from codeworld.commands import describe as describe_command
+    from codeworld.commands import _describe as describe_command
 
     parser = argparse.ArgumentParser()
     describe_command.register(parser.add_subparsers())

@@ -11,11 +11,11 @@ import pytest
 import codeworld
 from codeworld.cli import main
 from codeworld.envs import get_spec, list_envs
-from codeworld.envs.buffers import (
+from codeworld.envs._buffers import (
     CODEWORLD_KEYS, PAPER_BUFFER_DIR, BufferError, buffer_path, load_buffer, make_buffer,
     paper_buffer_path, resolve_buffer, save_buffer, sidecar_path,
 )
-from codeworld.envs.collection import CollectionConfig, collect_buffer
+from codeworld.envs._collection import CollectionConfig, collect_buffer
 
 PAPER_ENVS = [e for e in list_envs() if paper_buffer_path(e).is_file()]
 

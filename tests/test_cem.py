@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from codeworld.kernels.cem import cem_plan, cem_plan_batched, cem_reference
-from codeworld.kernels.mcts import PlanningModelError
-from codeworld.model import load_model
+from codeworld.kernels._cem import cem_plan, cem_plan_batched, cem_reference
+from codeworld.kernels._mcts import PlanningModelError
+from codeworld._model import load_model
 
 # Pendulum-like swing-up with a terminal region, so that rollouts of different lengths occur.
 SWING = """

@@ -276,8 +276,8 @@ def test_the_printed_resume_command_is_complete(one_call_run, tmp_path, monkeypa
 
     out, first = one_call_run
     monkeypatch.setenv("CODEWORLD_LLM", "nosuch")  # the hint must not depend on it
-    monkeypatch.setattr("codeworld.commands.runs.codeworld_command", lambda: "codeworld")
-    from codeworld.synthesis import runner
+    monkeypatch.setattr("codeworld.commands._runs.codeworld_command", lambda: "codeworld")
+    from codeworld.synthesis import _runner as runner
 
     def stop(self, request):
         raise KeyboardInterrupt
@@ -296,7 +296,7 @@ def test_the_demo_points_at_a_codeworld_that_runs(monkeypatch, tmp_path):
     import os
     import sys
 
-    from codeworld.commands.runs import codeworld_command
+    from codeworld.commands._runs import codeworld_command
 
     monkeypatch.setenv("PATH", str(tmp_path))  # no codeworld on it
     monkeypatch.chdir(ROOT)

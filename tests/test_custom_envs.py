@@ -14,7 +14,7 @@ from gymnasium import spaces
 
 from codeworld.cli import main
 from codeworld.envs import UnsupportedSpaceError, env_spec, get_spec, register_env
-from codeworld.envs.buffers import load_buffer
+from codeworld.envs._buffers import load_buffer
 
 GRID_ID = "CodeworldTestGrid-v0"
 GOAL = (4, 4)
@@ -452,7 +452,7 @@ def test_the_cwmb_harness_takes_a_gymnasium_id_with_keyword_arguments(tmp_path, 
 
 
 def test_the_oracle_of_a_random_environment_samples_its_dynamics(cache):
-    from codeworld.planning.oracle import OracleModel
+    from codeworld.planning._oracle import OracleModel
 
     spec = get_spec("FrozenLake-v1")  # slippery: the move goes astray two times in three
     assert spec.stochastic

@@ -1,6 +1,6 @@
 """The data model (a program written from the training episodes before the first call), the rules
-it is made of, and the seeds of a search (`codeworld.worlds.cwmb.data_model`,
-`codeworld.worlds.cwmb.rules`, `codeworld.synthesis.types.Seed`). Every environment here is
+it is made of, and the seeds of a search (`codeworld.worlds.cwmb._data_model`,
+`codeworld.worlds.cwmb._rules`, `codeworld.synthesis.types.Seed`). Every environment here is
 built in the test."""
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 
 from codeworld.synthesis import GifMcts, GifMctsConfig, Rex, RunDir, RunSpec, synthesize
-from codeworld.worlds.cwmb.checks import static_problems
+from codeworld.worlds.cwmb._checks import static_problems
 from codeworld.synthesis.fakes import EchoPrompts, FakeEvaluator, ScriptedLLM, fake_program
 from codeworld.synthesis.types import GENERATE, IMPROVE, Seed
-from codeworld.worlds.cwmb.data_model import build_data_model
-from codeworld.worlds.cwmb.relations import find_relations
-from codeworld.worlds.cwmb.scaffold import build_scaffold
+from codeworld.worlds.cwmb._data_model import build_data_model
+from codeworld.worlds.cwmb._relations import find_relations
+from codeworld.worlds.cwmb._scaffold import build_scaffold
 
 
 def _spec(obs_dim: int, n_actions: int, atol: float) -> SimpleNamespace:

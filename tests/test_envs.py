@@ -8,7 +8,7 @@ import pytest
 from codeworld.cli import main
 from codeworld.envs import UnknownEnvError, encode_obs, get_spec, list_envs, make_env, resolve_env, step_from_obs
 from codeworld.envs.registry import encode_action, set_state_from_obs
-from codeworld.envs.descriptions import KEPT_SECTIONS, describe, description_path
+from codeworld.envs._descriptions import KEPT_SECTIONS, describe, description_path
 
 PAPER_IDS = ["Blackjack-v1", "CliffWalking-v0", "Taxi-v3", "CartPole-v1", "MountainCar-v0", "Acrobot-v1",
              "Pendulum-v1", "Reacher-v4", "Pusher-v4", "InvertedPendulum-v4",
@@ -139,7 +139,7 @@ def test_description_keeps_the_documented_sections_and_drops_the_rest(env_id):
 
 
 def test_description_drops_citation_marks_and_keeps_bracketed_values():
-    from codeworld.envs.descriptions import _clean
+    from codeworld.envs._descriptions import _clean
 
     text = _clean('By Sutton and Barto [<a href="#ref">1</a>]. The goal is at [3, 11], state `[47]`.')
     assert text == "By Sutton and Barto. The goal is at [3, 11], state `[47]`."
@@ -176,7 +176,7 @@ def test_spec_methods_set_and_step_the_simulator():
 
 
 def test_description_tables_are_compacted_and_a_constant_column_is_said_once():
-    from codeworld.envs.descriptions import compact_tables
+    from codeworld.envs._descriptions import compact_tables
 
     table = "\n".join([
         "Text before.",

@@ -10,7 +10,7 @@ import pytest
 from codeworld.experiments import (
     FAILED, FINISHED, Job, LocalExecutor, RayExecutor, ResultsStore, grid, run_grid, split_method,
 )
-from codeworld.experiments.fakes import calls_of, fake_job
+from codeworld.experiments._fakes import calls_of, fake_job
 
 
 def _grid() -> list[Job]:

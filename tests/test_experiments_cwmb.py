@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from codeworld.experiments import Job, run_cwmb_job
-from codeworld.experiments.cwmb_job import job_config, job_options
+from codeworld.experiments._cwmb_job import job_config, job_options
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -150,7 +150,7 @@ def test_ablation_option_runs_the_four_variants(script, tmp_path, capsys):
 
 
 def test_aid_ablation_variants_switch_off_one_aid_each():
-    from codeworld.experiments.cwmb_job import finish_config, job_config, job_options
+    from codeworld.experiments._cwmb_job import finish_config, job_config, job_options
 
     for variant, (field, off) in {"no-scaffold": ("scaffold", "assist"), "no-checks": ("checks", "assist"),
                                   "no-summary": ("error_summary", "assist")}.items():
@@ -171,7 +171,7 @@ def test_aid_ablation_variants_switch_off_one_aid_each():
 
 def test_program_outcomes_name_what_became_of_each_program(tmp_path):
     from codeworld.cli import main
-    from codeworld.experiments.outcomes import outcome_counts, program_outcome, run_outcomes
+    from codeworld.experiments._outcomes import outcome_counts, program_outcome, run_outcomes
 
     model = (ROOT / "tests" / "models" / "cartpole_functional.py").read_text()
     programs = [

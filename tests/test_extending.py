@@ -25,7 +25,7 @@ MODELS = Path(__file__).parent / "models"
 CARTPOLE = (MODELS / "cartpole_functional.py").read_text()
 
 # A planner defined outside codeworld lives in a module of its own, which registers it on import:
-# the sandbox worker that plans with a model imports that module too (codeworld.planning.ops).
+# the sandbox worker that plans with a model imports that module too (codeworld.planning._ops).
 GREEDY_PLANNER = '''
 from dataclasses import dataclass
 

@@ -18,7 +18,7 @@ from codeworld.cli import main
 from codeworld.synthesis import RunDir, RunSpec, get_method, synthesize
 from codeworld.synthesis.fakes import EchoPrompts, FakeEvaluator, ScriptedLLM, fake_program
 from codeworld._files import RunWriteError, write_atomic
-from codeworld.synthesis.run_dir import RunLockedError, RunRecordError
+from codeworld.synthesis._run_dir import RunLockedError, RunRecordError
 
 BUDGET = 6
 ROOT = Path(__file__).resolve().parent.parent
@@ -68,7 +68,7 @@ def python(code: str, **kwargs) -> subprocess.Popen:
 
 HOLD = """
     import sys
-    from codeworld.synthesis.run_dir import RunDir
+    from codeworld.synthesis._run_dir import RunDir
     lock = RunDir(sys.argv[1]).acquire()
     print("held", flush=True)
     sys.stdin.read()
@@ -100,7 +100,7 @@ def test_a_process_that_finds_the_run_in_use_is_told_who_holds_it(tmp_path):
     with RunDir(path).locked():
         child = python("""
             import sys
-            from codeworld.synthesis.run_dir import RunDir
+            from codeworld.synthesis._run_dir import RunDir
             try:
                 RunDir(sys.argv[1]).acquire()
             except ValueError as exc:

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from codeworld.cli import main
-from codeworld.envs.buffers import EpisodeSplit, default_buffer, load_buffer
+from codeworld.envs._buffers import EpisodeSplit, default_buffer, load_buffer
 from codeworld.scoring import Scorer
 from codeworld.synthesis import AssistConfig, GifMcts, Rex, RunDir, RunSpec, synthesize
-from codeworld.worlds.cwmb.cwmb import NEAR_PERFECT, make_cwmb_world
+from codeworld.worlds.cwmb._cwmb import NEAR_PERFECT, make_cwmb_world
 from codeworld.synthesis.fakes import ScriptedLLM
 
 MODEL = Path(__file__).parent / "models" / "cartpole_functional.py"
@@ -237,7 +237,7 @@ def step(state, action):
 
 
 def test_the_composition_keeps_a_rare_reward_that_the_common_case_would_drop():
-    from codeworld.worlds.cwmb.compose import compose_programs
+    from codeworld.worlds.cwmb._compose import compose_programs
 
     scorer = Scorer("CliffWalking-v1")
     cliff = scorer.buffer.rewards == -100

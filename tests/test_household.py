@@ -7,12 +7,12 @@ import random
 import pytest
 
 from codeworld.agent import AgentConfig, WorldCoderAgent, list_levels, make_object_env
-from codeworld.worlds.objects.states import state_key
-from codeworld.agent.household import (ACTIONS, DESCRIPTION, LEVELS, TASK_KINDS, HouseholdEnv,
+from codeworld.worlds.objects._states import state_key
+from codeworld.agent._household import (ACTIONS, DESCRIPTION, LEVELS, TASK_KINDS, HouseholdEnv,
                                        LayoutConfig, Task, generate_layout, make_household,
                                        make_state, step_state)
-from codeworld.worlds.objects.ops import op_evaluate
-from codeworld.agent.reference import HOUSEHOLD_MODEL, REFERENCE_MODELS
+from codeworld.worlds.objects._ops import op_evaluate
+from codeworld.agent._reference import HOUSEHOLD_MODEL, REFERENCE_MODELS
 from codeworld.sandbox import Sandbox, SandboxLimits
 from codeworld.synthesis.fakes import ScriptedLLM
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from codeworld.envs import get_spec
-from codeworld.envs.buffers import buffer_path, load_buffer
+from codeworld.envs._buffers import buffer_path, load_buffer
 from codeworld.llm import format_value
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -21,9 +21,9 @@ from codeworld.llm import (
     TransientLLMError,
     make_llm,
 )
-from codeworld.llm import local
-from codeworld.llm.hf import HFBackend
-from codeworld.llm.scripted import ScriptedBackend, ScriptExhaustedError
+from codeworld.llm import _local as local
+from codeworld.llm._hf import HFBackend
+from codeworld.llm._scripted import ScriptedBackend, ScriptExhaustedError
 from codeworld.llm.types import RawCompletion
 
 HELLO = [{"role": "user", "content": "hello"}]

@@ -7,7 +7,7 @@ import ast
 import pytest
 
 from codeworld.llm import CodeExtractionError, extract_code, extract_program
-from codeworld.llm.extract import defines_world_model
+from codeworld.llm._extract import defines_world_model
 
 STEP = "import numpy as np\n\ndef step(state, action):\n    return state.copy(), 1.0, False"
 FENCE = "`" * 3

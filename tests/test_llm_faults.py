@@ -4,7 +4,7 @@ keeps one accounting that agrees with its call records.
 
 The server that dies is a stand-in for llama.cpp's native server: a small HTTP server in a child
 process, started, watched and restarted through the same code as the real one
-(`codeworld.llm.local.LocalServer` with the native engine, `codeworld.llm.native.NativeProcess`).
+(`codeworld.llm._local.LocalServer` with the native engine, `codeworld.llm._native.NativeProcess`).
 The embedded model's other engine, ``xllamacpp``, runs inside the test's own process, where it
 cannot be killed alone.
 """
@@ -24,8 +24,8 @@ import pytest
 
 from codeworld.cli import main
 from codeworld.llm import LLMUnavailableError, RetryPolicy, make_llm
-from codeworld.llm import local, native
-from codeworld.llm.accounting import COMPLETIONS_LOG, LLMAccounting
+from codeworld.llm import _local as local, _native as native
+from codeworld.llm._accounting import COMPLETIONS_LOG, LLMAccounting
 
 HELLO = [{"role": "user", "content": "hello"}]
 

@@ -16,9 +16,9 @@ import pytest
 
 from codeworld.cli import main
 from codeworld.llm import extract_program, make_llm
-from codeworld.worlds.cwmb.cwmb import render_cwmb
-from codeworld.llm import local, native
-from codeworld.model import check_model_source
+from codeworld.worlds.cwmb._cwmb import render_cwmb
+from codeworld.llm import _local as local, _native as native
+from codeworld._model import check_model_source
 
 CARTPOLE = (
     "CartPole: a pole is attached by an unactuated joint to a cart moving along a frictionless "
@@ -158,7 +158,7 @@ def test_draft_model_speculation_keeps_the_greedy_tokens(plain_answer):
 
 
 def test_a_later_call_of_a_run_processes_only_its_new_tokens():
-    from codeworld.worlds.cwmb.cwmb import make_cwmb_world
+    from codeworld.worlds.cwmb._cwmb import make_cwmb_world
     from codeworld.synthesis.types import FIX, IMPROVE, Request
 
     # Two calls of one CartPole run as the search sends them: the system text, description and

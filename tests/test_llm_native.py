@@ -14,7 +14,7 @@ import urllib.request
 import pytest
 
 from codeworld.cli import main
-from codeworld.llm import local, native
+from codeworld.llm import _local as local, _native as native
 from codeworld.llm.types import BackendNotInstalledError
 
 AVX512_CPU = "processor : 0\nflags : fpu sse4_2 avx avx2 bmi2 fma f16c avx512f avx512_vnni amx_int8\n"

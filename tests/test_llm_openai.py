@@ -16,9 +16,9 @@ from codeworld.llm import (
     RetryPolicy,
     make_llm,
 )
-from codeworld.experiments.outcomes import program_outcome
-from codeworld.llm.accounting import LLMAccounting
-from codeworld.llm.openai_compatible import OpenAIOptions
+from codeworld.experiments._outcomes import program_outcome
+from codeworld.llm._accounting import LLMAccounting
+from codeworld.llm._openai_compatible import OpenAIOptions
 from codeworld.llm.types import PromptTooLongError
 
 FAST_RETRY = RetryPolicy(max_attempts=3, initial_delay_s=0.01, max_delay_s=0.05, jitter=0.0)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from codeworld.llm.prompts import (
+from codeworld.llm._prompts import (
     PromptError,
     fill,
     format_transitions,
@@ -13,8 +13,8 @@ from codeworld.llm.prompts import (
     parse_prediction,
     placeholders,
 )
-from codeworld.worlds.cwmb.cwmb import PROMPT_DIR, PROMPT_NAMES
-from codeworld.worlds.cwmb.cwmb import render_cwmb as render
+from codeworld.worlds.cwmb._cwmb import PROMPT_DIR, PROMPT_NAMES
+from codeworld.worlds.cwmb._cwmb import render_cwmb as render
 
 FIELDS = {
     "generate": {"description": "D", "form": "F", "partial_program": "import numpy as np\n"},

@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from codeworld.kernels.mcts import PlanningModelError, mcts_plan, mcts_plan_batched, mcts_reference
-from codeworld.model import load_model
+from codeworld.kernels._mcts import PlanningModelError, mcts_plan, mcts_plan_batched, mcts_reference
+from codeworld._model import load_model
 
 CARTPOLE = (Path(__file__).parent / "models" / "cartpole_functional.py").read_text()
 

@@ -4,8 +4,8 @@ import random
 
 import pytest
 
-from codeworld.agent.minigrid_env import LEVEL_IDS, MiniGridEnv
-from codeworld.worlds.objects.states import state_key
+from codeworld.agent._minigrid_env import LEVEL_IDS, MiniGridEnv
+from codeworld.worlds.objects._states import state_key
 
 LEFT, RIGHT, FORWARD, PICKUP, DROP, TOGGLE = range(6)
 
@@ -81,8 +81,8 @@ def test_reset_is_seeded_and_states_are_plain_json():
 
 
 def test_reference_model_explains_random_play_and_solves_levels():
-    from codeworld.agent.reference import MINIGRID_MODEL
-    from codeworld.worlds.objects.ops import op_evaluate
+    from codeworld.agent._reference import MINIGRID_MODEL
+    from codeworld.worlds.objects._ops import op_evaluate
     from codeworld.sandbox import Sandbox
 
     with Sandbox() as sandbox:

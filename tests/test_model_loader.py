@@ -96,7 +96,7 @@ def test_compiled_address_is_callable_from_the_extension():
     """The callback's C address, stepped by the C++ extension (the test's own trusted model,
     loaded in this process), predicts as the Python path in a worker."""
     from codeworld._backend import core
-    from codeworld.model import load_model
+    from codeworld._model import load_model
 
     states, actions, *_ = _cartpole_transitions(n_episodes=1)
     model = load_model(FUNCTIONAL, discrete=True)
@@ -203,7 +203,7 @@ def test_compiled_and_python_paths_agree_when_the_model_returns_views_of_its_inp
 def test_step_status_codes_agree_with_the_c_abi():
     import re
 
-    from codeworld import model as cwm
+    from codeworld import _model as cwm
 
     header = (Path(__file__).resolve().parents[1] / "csrc" / "model_abi.h").read_text()
     enum = header[header.index("enum StepStatus"):header.index("};", header.index("enum StepStatus"))]

@@ -8,8 +8,8 @@ import pytest
 
 from codeworld.envs import get_spec, list_envs
 from codeworld.planning import make_config
-from codeworld.planning.cem import CemPlanner
-from codeworld.planning.oracle import OracleModel
+from codeworld.planning._cem import CemPlanner
+from codeworld.planning._oracle import OracleModel
 from codeworld.planning.planners import ModelAccess
 
 MUJOCO_ENVS = [e for e in list_envs() if get_spec(e).family == "mujoco" and not get_spec(e).discrete]

@@ -1,4 +1,4 @@
-"""The assists of worlds whose states are JSON objects (`codeworld.worlds.objects.states`), and
+"""The assists of worlds whose states are JSON objects (`codeworld.worlds.objects._states`), and
 the WorldCoder agent's rewrites that use them: schema, data section, skeleton, static checks,
 repairs, copies."""
 
@@ -7,11 +7,11 @@ from __future__ import annotations
 import json
 
 from codeworld.agent import AgentConfig, WorldCoderAgent, make_object_env
-from codeworld.agent.reference import SOKOBAN_MODEL
+from codeworld.agent._reference import SOKOBAN_MODEL
 from codeworld.synthesis.fakes import FakeCompletion
-from codeworld.worlds.objects.states import (effects_text, object_problems, schema_text,
+from codeworld.worlds.objects._states import (effects_text, object_problems, schema_text,
                                              skeleton_program, state_schema)
-from codeworld.synthesis.repairs import repair
+from codeworld.synthesis._repairs import repair
 
 STATES = [{"agent": [1, 1], "boxes": [[2, 1]], "walls": [[0, 0], [3, 1]], "mode": "push", "held": None},
           {"agent": [2, 1], "boxes": [[3, 1]], "walls": [[0, 0], [3, 1]], "mode": "walk", "held": "key"}]
@@ -145,7 +145,7 @@ def test_a_transition_that_returns_the_reward_too_is_cut_to_the_state():
 
 
 def test_the_parts_of_the_state_a_mission_names_are_found_by_its_words():
-    from codeworld.worlds.objects.states import mission_parts
+    from codeworld.worlds.objects._states import mission_parts
 
     state = {"agent": {"x": 1, "y": 1}, "boxes": [[3, 1]], "walls": [[0, 0]],
              "objects": [{"type": "goal", "color": "green", "x": 3, "y": 3},
@@ -202,7 +202,7 @@ def test_a_reward_that_reads_the_transitions_local_name_reads_its_next_state_par
 
 
 def test_a_carried_program_shows_the_keys_as_the_data_has_them_now():
-    from codeworld.worlds.objects.states import with_current_schema
+    from codeworld.worlds.objects._states import with_current_schema
 
     first = state_schema(STATES[:1])  # "held" was only ever None then
     program = skeleton_program(first).replace("    return new\n", "    # mine: kept\n    return new\n")

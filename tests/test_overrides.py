@@ -7,7 +7,7 @@ import json
 import pytest
 
 from codeworld.cli import main
-from codeworld.overrides import config_with_overrides, parse_overrides
+from codeworld._overrides import config_with_overrides, parse_overrides
 from codeworld.planning import CemConfig, MctsConfig
 from codeworld.synthesis import GifMctsConfig
 

@@ -17,10 +17,10 @@ from codeworld.envs import make_env
 from codeworld.envs.registry import encode_action
 from codeworld.planning import CemConfig, MctsConfig, evaluate, make_config, normalized_return
 from codeworld.planning.evaluate import UNLIMITED_ENV_MAX_STEPS
-from codeworld.planning.oracle import OracleModel
-from codeworld.planning.ops import plan_act, plan_reset
+from codeworld.planning._oracle import OracleModel
+from codeworld.planning._ops import plan_act, plan_reset
 from codeworld.planning.registry import config_from_dict, config_to_dict
-from codeworld.model_worker import ModelWorker
+from codeworld._model_worker import ModelWorker
 
 MODELS = Path(__file__).parent / "models"
 CARTPOLE = (MODELS / "cartpole_functional.py").read_text()
@@ -174,7 +174,7 @@ def test_blackjack_has_no_oracle_and_its_normalized_return_is_undefined(tmp_path
 
 
 def test_receding_horizon_cem_executes_part_of_each_plan_and_warm_starts():
-    from codeworld.model import load_model
+    from codeworld._model import load_model
     from codeworld.planning import CemPlanner, ModelAccess
 
     model = load_model(PENDULUM, discrete=False)

@@ -9,7 +9,7 @@ import pytest
 from codeworld.envs import get_spec
 from codeworld.planning import evaluate
 from codeworld.planning.evaluate import oracle_key_config
-from codeworld.planning.protocol import (PROTOCOLS, default_config, find_reference, get_protocol, reference_key,
+from codeworld.planning._protocol import (PROTOCOLS, default_config, find_reference, get_protocol, reference_key,
                                          store_reference)
 from codeworld.planning.registry import config_to_dict
 

@@ -52,7 +52,7 @@ def legacy_agent_run(path: Path) -> None:
 
 def test_an_agent_run_written_before_the_record_is_read_and_shown(tmp_path, capsys):
     from codeworld.cli import main
-    from codeworld.synthesis.run_dir import AgentAccounting, AgentRunDir
+    from codeworld.synthesis._run_dir import AgentAccounting, AgentRunDir
 
     legacy_agent_run(tmp_path)
     agent_dir = AgentRunDir(tmp_path)
@@ -68,7 +68,7 @@ def test_an_agent_run_written_before_the_record_is_read_and_shown(tmp_path, caps
 
 
 def test_an_agent_run_directory_writes_the_files_of_before(tmp_path):
-    from codeworld.synthesis.run_dir import AgentAccounting, AgentRunDir
+    from codeworld.synthesis._run_dir import AgentAccounting, AgentRunDir
 
     legacy_agent_run(tmp_path / "old")
     agent_dir = AgentRunDir(tmp_path / "new")

@@ -1,4 +1,4 @@
-"""Symbolic regression of a component the sparse linear fits miss (`codeworld.fitting.regression`)."""
+"""Symbolic regression of a component the sparse linear fits miss (`codeworld.fitting._regression`)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import math
 import numpy as np
 import pytest
 
-from codeworld.fitting import regression
-from codeworld.fitting.regression import RegressionConfig, regress_component
-from codeworld.worlds.cwmb.relations import find_relations
+from codeworld.fitting import _regression as regression
+from codeworld.fitting._regression import RegressionConfig, regress_component
+from codeworld.worlds.cwmb._relations import find_relations
 
 pytest.importorskip("pyoperon")
 
@@ -126,8 +126,8 @@ def test_bad_settings_are_refused():
 
 
 def test_the_data_section_shows_a_regressed_rule_where_the_linear_fit_misses():
-    from codeworld.worlds.cwmb.cwmb import starter_lines
-    from codeworld.worlds.cwmb.relations import relations_text
+    from codeworld.worlds.cwmb._cwmb import starter_lines
+    from codeworld.worlds.cwmb._relations import relations_text
 
     obs, actions, nxt, episode = _pendulum(12, seed=0)
     fit = dict(discrete=False, n_actions=0, atol=1e-6, rtol=1e-6)

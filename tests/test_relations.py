@@ -1,4 +1,4 @@
-"""The data's fitted relations shown in the prompts (`codeworld.worlds.cwmb.relations`)."""
+"""The data's fitted relations shown in the prompts (`codeworld.worlds.cwmb._relations`)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from codeworld.synthesis import AssistConfig
-from codeworld.worlds.cwmb.cwmb import make_cwmb_world
-from codeworld.worlds.cwmb.relations import (angle_pairs, find_done_rule, find_relations,
+from codeworld.worlds.cwmb._cwmb import make_cwmb_world
+from codeworld.worlds.cwmb._relations import (angle_pairs, find_done_rule, find_relations,
                                            find_reward_relation, outcomes_text, relations_text)
 from codeworld.synthesis.types import GENERATE, Request
 

@@ -11,8 +11,8 @@ import numpy as np
 
 from codeworld import ModelWorker
 from codeworld._backend import backend
-from codeworld.kernels.rollout import rollout_batch, rollout_batch_reference
-from codeworld.model import load_model
+from codeworld.kernels._rollout import rollout_batch, rollout_batch_reference
+from codeworld._model import load_model
 
 MODELS = Path(__file__).parent / "models"
 CARTPOLE = (MODELS / "cartpole_functional.py").read_text()

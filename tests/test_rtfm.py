@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from codeworld.envs import encode_obs, get_spec, list_envs, make_env, step_from_obs
-from codeworld.envs import rtfm
-from codeworld.envs.buffers import buffer_path, load_buffer, save_buffer, sidecar_path
-from codeworld.envs.collection import CollectionConfig, collect_buffer
-from codeworld.envs.descriptions import KEPT_SECTIONS, describe, description_path
+from codeworld.envs import _rtfm as rtfm
+from codeworld.envs._buffers import buffer_path, load_buffer, save_buffer, sidecar_path
+from codeworld.envs._collection import CollectionConfig, collect_buffer
+from codeworld.envs._descriptions import KEPT_SECTIONS, describe, description_path
 
 ENV = "RTFM-v0"
 FIRE, COLD, LIGHTNING, POISON = 1, 2, 3, 4

@@ -1,18 +1,18 @@
-"""The rule model learned from the agent's data (`codeworld.worlds.objects.rules`), the reward the
+"""The rule model learned from the agent's data (`codeworld.worlds.objects._rules`), the reward the
 LLM writes from the mission before the first success, and the exploration bonus of the agent's
-planner (`codeworld.agent.explore`), on small worlds built here."""
+planner (`codeworld.agent._explore`), on small worlds built here."""
 
 from __future__ import annotations
 
 import random
 from types import SimpleNamespace
 
-from codeworld.agent.config import AgentConfig
-from codeworld.agent.loop import LevelResult, WorldCoderAgent
+from codeworld.agent._config import AgentConfig
+from codeworld.agent._loop import LevelResult, WorldCoderAgent
 from codeworld.sandbox import Sandbox, SandboxLimits
 from codeworld.synthesis.fakes import ScriptedLLM
-from codeworld.worlds.objects.ops import op_evaluate
-from codeworld.worlds.objects.rules import learn_rules, rule_program
+from codeworld.worlds.objects._ops import op_evaluate
+from codeworld.worlds.objects._rules import learn_rules, rule_program
 
 # No wall-clock limit here binds before pytest's own hang guard (``timeout = 300`` in
 # pyproject.toml): a sandbox request never times out first, so what a test asserts cannot depend
@@ -247,7 +247,7 @@ def test_a_position_kept_as_two_numbers_moves_as_one_vector_where_it_faces_unles
 
 
 def test_an_answer_gives_only_the_reward_the_rule_models_transition_and_helpers_stay():
-    from codeworld.worlds.objects.rules import HELPERS, with_reward
+    from codeworld.worlds.objects._rules import HELPERS, with_reward
 
     base = rule_program(walk(60, seed=6))
     answer = ("def _get(state, key):\n    return 'mine'\n\n\n"

@@ -15,7 +15,7 @@ from codeworld.synthesis import RunStatus
 from codeworld.synthesis.config import FinishConfig
 from codeworld.synthesis.fakes import EchoPrompts, FakeEvaluator, ScriptedLLM, fake_program
 from codeworld.synthesis.run import Run
-from codeworld.synthesis.run_dir import RunLockedError
+from codeworld.synthesis._run_dir import RunLockedError
 from codeworld.synthesis.types import FinishRecord, World
 
 MODEL = Path(__file__).parent / "models" / "cartpole_functional.py"
@@ -89,7 +89,7 @@ def test_a_run_holds_its_directory_until_it_ends(tmp_path):
 
 def test_cli_ctrl_c_prints_how_to_resume_and_the_resume_finishes(tmp_path, capsys, monkeypatch):
     from codeworld.cli import main
-    from codeworld.synthesis import runner
+    from codeworld.synthesis import _runner as runner
 
     script = tmp_path / "s.json"
     wrong = MODEL.read_text().replace("0.02", "0.03")
@@ -131,4 +131,4 @@ def test_only_the_run_sets_a_status():
                        and "RunStatus" in ast.unparse(node.value))
             if called or keyword:
                 writers.add(str(path.relative_to(package)))
-    assert writers == {"synthesis/run.py", "synthesis/run_dir.py"}
+    assert writers == {"synthesis/run.py", "synthesis/_run_dir.py"}

@@ -41,10 +41,10 @@ def test_the_trees_colours_follow_the_floor_normalised_score():
 
 
 def test_rare_outcomes_are_reported_for_few_valued_rewards_only():
-    from codeworld.envs.buffer_format import load_buffer
-    from codeworld.envs.buffers import default_buffer
+    from codeworld.envs._buffer_format import load_buffer
+    from codeworld.envs._buffers import default_buffer
     from codeworld.envs import resolve_env
-    from codeworld.scoring.scorer import Predictions, rare_accuracy
+    from codeworld.scoring._scorer import Predictions, rare_accuracy
 
     def exact(buffer):
         return Predictions(buffer.next_obs, buffer.rewards, buffer.terminated, len(buffer))
@@ -60,7 +60,7 @@ def test_rare_outcomes_are_reported_for_few_valued_rewards_only():
 
 
 def test_show_prints_no_rare_line_for_a_many_valued_reward():
-    from codeworld.reports.text import score_lines
+    from codeworld.reports._text import score_lines
 
     held = {"score": 0.5, "n_transitions": 300,
             "rare": {"reward": {f"{-v / 100:g}": 0.0 for v in range(300)}, "n_ends": 0,
@@ -72,7 +72,7 @@ def test_show_prints_no_rare_line_for_a_many_valued_reward():
 def test_a_copy_names_what_it_copied_in_words():
     import io
 
-    from codeworld.reports.progress import progress_printer
+    from codeworld.reports._progress import progress_printer
 
     out = io.StringIO()
     show = progress_printer(12, stream=out)

@@ -233,7 +233,7 @@ def test_an_op_is_passed_as_the_function_itself_never_by_name():
         return None
 
     box = Sandbox()
-    for op, fragment in [("op_predict", "not by name"), ("codeworld.model_worker:op_load", "not by name"),
+    for op, fragment in [("op_predict", "not by name"), ("codeworld._model_worker:op_load", "not by name"),
                          (lambda ctx: None, "module-level"), (nested, "module-level"), (42, "a function")]:
         with pytest.raises(TypeError, match=fragment):
             box.call(op)
@@ -241,7 +241,7 @@ def test_an_op_is_passed_as_the_function_itself_never_by_name():
 
 
 def test_an_op_the_worker_cannot_import_is_an_error_record_not_a_crash(monkeypatch):
-    from codeworld.model_worker import op_load
+    from codeworld._model_worker import op_load
 
     # A module the parent has and the worker does not (as a module created at run time would be).
     module = types.ModuleType("codeworld_parent_only_ops")

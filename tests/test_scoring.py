@@ -11,8 +11,8 @@ import pytest
 
 from codeworld.cli import main
 from codeworld.envs import get_spec, list_envs
-from codeworld.envs.buffers import buffer_path, load_buffer, paper_buffer_path
-from codeworld.kernels.check import check_transitions, check_transitions_reference
+from codeworld.envs._buffers import buffer_path, load_buffer, paper_buffer_path
+from codeworld.kernels._check import check_transitions, check_transitions_reference
 from codeworld.scoring import PAPER, SOUND, Scorer
 
 CARTPOLE = (Path(__file__).parent / "models" / "cartpole_functional.py").read_text()

@@ -2,9 +2,9 @@
 
 import pytest
 
-from codeworld.worlds.objects.states import state_key
-from codeworld.worlds.objects.ops import op_plan
-from codeworld.agent.sokoban import LEVELS, GeneratorConfig, SokobanEnv, generate_level, make_sokoban, parse_level, render_level, step_state
+from codeworld.worlds.objects._states import state_key
+from codeworld.worlds.objects._ops import op_plan
+from codeworld.agent._sokoban import LEVELS, GeneratorConfig, SokobanEnv, generate_level, make_sokoban, parse_level, render_level, step_state
 from codeworld.sandbox import Sandbox
 
 UP, DOWN, LEFT, RIGHT = range(4)
@@ -101,7 +101,7 @@ def test_make_sokoban_names():
 
 
 def test_reference_model_plans_a_solution_in_the_sandbox():
-    from codeworld.agent.reference import SOKOBAN_MODEL
+    from codeworld.agent._reference import SOKOBAN_MODEL
 
     env = make_sokoban("two-boxes")
     state, mission = env.reset()

@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from codeworld.envs.buffers import buffer_path, load_buffer
-from codeworld.porting import mechanical_port
-from codeworld.speed import check_port, speed_step
+from codeworld.envs._buffers import buffer_path, load_buffer
+from codeworld._porting import mechanical_port
+from codeworld._speed import check_port, speed_step
 
 MODELS = Path(__file__).parent / "models"
 FUNCTIONAL = (MODELS / "cartpole_functional.py").read_text()

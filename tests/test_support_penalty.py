@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 from codeworld.cli import main
-from codeworld.model_worker import ModelWorker
+from codeworld._model_worker import ModelWorker
 from codeworld.planning import CemConfig, MctsConfig
-from codeworld.planning.ops import plan_act, plan_reset
+from codeworld.planning._ops import plan_act, plan_reset
 from codeworld.planning.registry import config_from_dict, config_to_dict, make_config
-from codeworld.planning.support import Support, SupportConfig
+from codeworld.planning._support import Support, SupportConfig
 
 MODELS = Path(__file__).parent / "models"
 
@@ -122,11 +122,11 @@ def test_plan_records_the_support_setting_and_refuses_a_bad_one(capsys):
 
 def test_the_wrapped_compiled_model_steps_as_the_wrapped_python_path():
     """The C callback around a compiled model and the batched Python path agree step by step."""
-    from codeworld.kernels.rollout import step_batch
-    from codeworld.model import load_model
-    from codeworld.planning.ops import python_step_batch
+    from codeworld.kernels._rollout import step_batch
+    from codeworld._model import load_model
+    from codeworld.planning._ops import python_step_batch
     from codeworld.planning.planners import ModelAccess
-    from codeworld.planning.support import wrap_access
+    from codeworld.planning._support import wrap_access
 
     model = load_model(WRONG_OUTSIDE, discrete=False)
     support = _recorded_support(SupportConfig(mode="nearest", margin=0.01, cutoff=True))

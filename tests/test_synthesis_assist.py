@@ -12,12 +12,12 @@ import pytest
 from codeworld.cli import main
 from codeworld.envs.registry import EnvSpec
 from codeworld.synthesis import AssistConfig, GifMcts, Rex, RunDir, RunSpec, synthesize
-from codeworld.worlds.cwmb.checks import static_problems
-from codeworld.worlds.cwmb.cwmb import CwmbPrompts, make_cwmb_world
+from codeworld.worlds.cwmb._checks import static_problems
+from codeworld.worlds.cwmb._cwmb import CwmbPrompts, make_cwmb_world
 from codeworld.synthesis.fakes import ScriptedLLM
-from codeworld.worlds.cwmb.feedback import summarize_errors
-from codeworld.synthesis.repairs import repair
-from codeworld.worlds.cwmb.scaffold import build_scaffold
+from codeworld.worlds.cwmb._feedback import summarize_errors
+from codeworld.synthesis._repairs import repair
+from codeworld.worlds.cwmb._scaffold import build_scaffold
 from codeworld.synthesis.types import FIX, GENERATE, IMPROVE, Request
 
 MODEL = Path(__file__).parent / "models" / "cartpole_functional.py"
@@ -241,7 +241,7 @@ def test_a_fix_answer_with_only_the_missing_piece_is_put_into_the_program_it_fix
 
 
 def test_merging_a_partial_answer_replaces_same_named_pieces_and_leaves_whole_programs_alone():
-    from codeworld.synthesis.repairs import merge_into_parent
+    from codeworld.synthesis._repairs import merge_into_parent
 
     parent = ("import numpy as np\n\nLIMIT = 1.0\n\n\ndef clip(x):\n    return x\n\n\n"
               "def step(state, action):\n    return np.array([clip(state[0])]), 0.0, state[0] > LIMIT\n")
@@ -397,7 +397,7 @@ def test_assist_config_rejects_nonsense(field):
 
 
 def test_a_reward_or_done_set_in_some_branches_only_gets_a_default():
-    from codeworld.synthesis.repairs import repair
+    from codeworld.synthesis._repairs import repair
 
     program = ("import numpy as np\n\n\ndef step(state, action):\n    x = float(state[0])\n"
                "    if x > 1.0:\n        done = True\n    if action == 1:\n        reward = 1.0\n"
@@ -413,7 +413,7 @@ def test_a_reward_or_done_set_in_some_branches_only_gets_a_default():
 
 
 def test_a_next_state_built_in_some_branches_only_is_built_from_the_named_state_on_the_others():
-    from codeworld.synthesis.repairs import repair
+    from codeworld.synthesis._repairs import repair
 
     program = ("import numpy as np\n\n\ndef step(state, action):\n    reward = 0.0\n    done = False\n"
                "    total = int(state[0])\n    shown = int(state[1])\n    if action == 0:\n"

@@ -96,7 +96,7 @@ def test_bad_arguments_are_reported(tmp_path, capsys):
 
 
 def test_show_says_when_the_final_best_score_is_not_the_search_score():
-    from codeworld.reports.text import format_summary
+    from codeworld.reports._text import format_summary
 
     def summary(final: float) -> dict:
         return {"run_dir": "r", "method": "gif-mcts", "env_id": "CartPole-v1", "llm": "local",

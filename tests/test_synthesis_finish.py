@@ -86,7 +86,7 @@ def test_no_fit_switches_off_the_fit_in_the_search_too(tmp_path):
 def test_a_class_form_best_program_is_planned_with_through_its_kept_port(tmp_path):
     from codeworld.synthesis.fakes import ScriptedLLM
     from codeworld.synthesis.config import FinishConfig
-    from codeworld.worlds.cwmb.cwmb import make_cwmb_world
+    from codeworld.worlds.cwmb._cwmb import make_cwmb_world
     from codeworld.synthesis.run import Run
 
     class_form = (MODEL.parent / "cartpole_class.py").read_text()

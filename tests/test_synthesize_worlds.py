@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from codeworld.agent.reference import REFERENCE_MODELS
+from codeworld.agent._reference import REFERENCE_MODELS
 from codeworld.cli import main
 from codeworld.worlds import register_world
 from codeworld.worlds.registry import WORLDS

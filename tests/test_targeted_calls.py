@@ -10,9 +10,9 @@ import numpy as np
 from codeworld.llm import format_value
 from codeworld.synthesis import AssistConfig
 from codeworld.synthesis.types import IMPROVE, Request
-from codeworld.worlds.cwmb.cwmb import make_cwmb_world
-from codeworld.worlds.cwmb.feedback import Targets, mentions, target_of, targeted_errors
-from codeworld.worlds.cwmb.relations import description_terms
+from codeworld.worlds.cwmb._cwmb import make_cwmb_world
+from codeworld.worlds.cwmb._feedback import Targets, mentions, target_of, targeted_errors
+from codeworld.worlds.cwmb._relations import description_terms
 
 DESCRIPTION = """# Sled
 

@@ -11,7 +11,7 @@ import pytest
 from codeworld.sandbox import Sandbox
 from codeworld.synthesis.types import GENERATE, Evaluator, ProgramEvaluation, Request, World
 from codeworld.worlds import make_world, register_world, world_kinds
-from codeworld.worlds.objects.world import ObjectLevel, ObjectSettings
+from codeworld.worlds.objects._world import ObjectLevel, ObjectSettings
 
 PROBLEMS = Path(__file__).resolve().parents[1] / "benchmarks" / "apps_problems"
 ASSISTS = ("skeleton", "data_section", "data_model", "static_problems", "compose")
@@ -101,7 +101,7 @@ def test_an_object_world_composes_the_best_transition_with_the_best_reward():
 
 
 def test_an_apps_world_searches_on_its_split_of_the_tests():
-    from codeworld.worlds.apps.apps import load_problems, search_tests
+    from codeworld.worlds.apps._apps import load_problems, search_tests
 
     problem = load_problems(PROBLEMS)[0]
     world = make_world("apps", problem)

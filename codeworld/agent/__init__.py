@@ -8,14 +8,14 @@ types), all with object-level states. Its baselines on the same levels: PPO (`pp
 ``train`` extra) and a ReAct agent that asks the LLM for every action (`react_baseline`).
 """
 
-from codeworld.agent.config import AgentConfig
+from codeworld.agent._config import AgentConfig
 from codeworld.agent.envs import FAMILIES, ObjectEnv, list_levels, make_object_env, register_family
-from codeworld.agent.household import HouseholdEnv
-from codeworld.agent.loop import LevelResult, Milestone, WorldCoderAgent
-from codeworld.agent.minigrid_env import MiniGridEnv
-from codeworld.agent.ppo import PPOConfig, ppo_baseline
-from codeworld.agent.react import ReActAgent, ReActConfig, react_baseline
-from codeworld.agent.sokoban import SokobanEnv
+from codeworld.agent._household import HouseholdEnv
+from codeworld.agent._loop import LevelResult, Milestone, WorldCoderAgent
+from codeworld.agent._minigrid_env import MiniGridEnv
+from codeworld.agent._ppo import PPOConfig, ppo_baseline
+from codeworld.agent._react import ReActAgent, ReActConfig, react_baseline
+from codeworld.agent._sokoban import SokobanEnv
 
 # The public names: each one documented on docs/api.md (tests/test_architecture.py checks). The
 # other names imported above stay importable here for the package's own modules.

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any, Callable, Protocol
 
-from codeworld.agent.household import LEVELS as HOUSEHOLD_LEVELS
-from codeworld.agent.household import make_household
-from codeworld.agent.minigrid_env import LEVEL_IDS, MiniGridEnv
-from codeworld.agent.sokoban import LEVELS, make_sokoban
+from codeworld.agent._household import LEVELS as HOUSEHOLD_LEVELS
+from codeworld.agent._household import make_household
+from codeworld.agent._minigrid_env import LEVEL_IDS, MiniGridEnv
+from codeworld.agent._sokoban import LEVELS, make_sokoban
 from codeworld.registry import Registry
 
 

@@ -46,6 +46,6 @@ def spec_and_model(args):
         UnknownEnvError: an unknown environment (its message lists close matches).
         ValueError: bad environment arguments, or an unreadable file (a one-line message).
     """
-    from codeworld.envs.arguments import spec_from_args
+    from codeworld.envs._arguments import spec_from_args
 
     return spec_from_args(args), read_model_file(args.model)

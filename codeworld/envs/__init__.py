@@ -1,8 +1,8 @@
 """Environments: one spec each (the CWMB registry, any Gymnasium id, logged data), observation
 encoding, descriptions and replay buffers."""
 
-from codeworld.envs import datasets, derive
-from codeworld.envs.buffers import ReplayBuffer, load_buffer
+from codeworld.envs import _datasets as datasets, derive
+from codeworld.envs._buffers import ReplayBuffer, load_buffer
 from codeworld.envs.derive import UnsupportedSpaceError, env_spec, register_env
 from codeworld.envs.registry import (
     EnvSpec,

@@ -18,7 +18,7 @@ What is derived (`derive_spec`):
   ``MultiBinary`` action spaces of at most `MAX_JOINT_ACTIONS` combinations become one discrete
   action (the index of the combination, last component fastest);
 * tolerances from the observation's dtype (integers exact, float32 to a few ulps, float64 tight);
-* how to save and restore the simulator (`codeworld.envs.simstate`: ``mujoco``, ``toy_text``
+* how to save and restore the simulator (`codeworld.envs._simstate`: ``mujoco``, ``toy_text``
   ``s``, ``classic_control`` ``state``, else a deep copy), each verified on the real environment
   to replay the same steps after a restore; it gives the oracle and the paper's collection planner
   (an environment whose steps depend on its random generator is marked stochastic, and the oracle
@@ -39,7 +39,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from codeworld.envs import simstate
+from codeworld.envs import _simstate as simstate
 from codeworld.envs.registry import (
     CEM,
     CONTINUOUS,

@@ -4,7 +4,7 @@ Gymnasium 1.4 and RTFM, and the lookup of every other environment.
 Each environment has one frozen `EnvSpec`: its ids (codeworld's and the paper's), how its actions
 and observations look, how observations are flattened into the float64 state a world model sees,
 the tolerances the sound scorer compares with, the planner that acts in it, how to save and restore
-its simulator (the oracle; `codeworld.envs.simstate`) and how to put the true simulator into the
+its simulator (the oracle; `codeworld.envs._simstate`) and how to put the true simulator into the
 state an observation describes (the ceiling), or why either cannot be done. Nothing outside this
 package asks which environment it has: it asks the spec. A name becomes a spec once, where a
 user gives it (`resolve_env`, called by the public functions and the commands); the spec travels
@@ -13,7 +13,7 @@ functions (`make_env`, `encode_obs`, ...) do once they hold it.
 
 `get_spec` knows, besides the registry, any Gymnasium id (``[module:]Id[,key=value...]``; its spec
 is derived from its spaces, `codeworld.envs.derive`), logged data (``data:FILE.npz``,
-``minari:DATASET``; `codeworld.envs.datasets`) and specs registered at run time (`register_env`,
+``minari:DATASET``; `codeworld.envs._datasets`) and specs registered at run time (`register_env`,
 `register_spec`). A CWMB id always means the CWMB environment. The modules that derive specs build
 them with this module's types, so this module does not import them: they are its resolvers
 (`add_resolver`), added when `codeworld.envs` is imported.
@@ -38,7 +38,7 @@ a state rebuilt from them reproduces the next observation only to a few float32 
 little by the dynamics, most by Acrobot's RK4 integration); MuJoCo observations are float64;
 toy-text values are integers and compare exactly.
 
-RTFM (``RTFM-v0``) is codeworld's own game (`codeworld.envs.rtfm`), registered with Gymnasium
+RTFM (``RTFM-v0``) is codeworld's own game (`codeworld.envs._rtfm`), registered with Gymnasium
 when its module is imported, which `get_spec` does on first use. It is not one of the paper's 18:
 `list_envs` leaves it out unless asked.
 
@@ -59,8 +59,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from codeworld.envs import simstate
-from codeworld.envs.simstate import SimState
+from codeworld.envs import _simstate as simstate
+from codeworld.envs._simstate import SimState
 from codeworld.registry import Registry, close_matches
 
 DISCRETE = "discrete"
@@ -112,7 +112,7 @@ class EnvSpec:
         gym_kwargs: keyword arguments always passed to ``gymnasium.make``.
         module: the module that registers the environment with Gymnasium, imported on first use
             (None for Gymnasium's own environments).
-        sim_state: how to save and restore the simulator (`codeworld.envs.simstate`), which the
+        sim_state: how to save and restore the simulator (`codeworld.envs._simstate`), which the
             oracle plans with; None when it cannot be (see `no_oracle_reason`).
         collect_state: how the collector's planner saves and restores the real simulator (default:
             `sim_state`; the CWMB entries keep the attribute copy their committed buffers used).
@@ -472,7 +472,7 @@ _SPECS: tuple[EnvSpec, ...] = (
                 mujoco_setter(2), 1000),
     # codeworld's RTFM: a grid game whose whole state is one integer, like Taxi's.
     _discrete("RTFM-v0", "RTFM", TOY_TEXT, 5, 16, _EXACT, _set_rtfm, 100, paper_exact=True,
-              module="codeworld.envs.rtfm", group="rtfm"),
+              module="codeworld.envs._rtfm", group="rtfm"),
 )
 EXTRA_ENVS = ("RTFM-v0",)
 
@@ -532,7 +532,7 @@ def resolve_env_id(env_id: str) -> str:
 def get_spec(env_id: str) -> EnvSpec:
     """Look up the spec of an environment id: a CWMB id (codeworld's or the paper's), a registered
     or Gymnasium id (``[module:]Id[,key=value...]``, see `codeworld.envs.derive`), or logged data
-    (``data:FILE.npz``, ``minari:DATASET``, see `codeworld.envs.datasets`).
+    (``data:FILE.npz``, ``minari:DATASET``, see `codeworld.envs._datasets`).
 
     Code that takes an environment from a user calls `resolve_env` once and passes the spec on.
 

@@ -6,8 +6,8 @@ one JSON record per job atomically. `run_cwmb_job` is the job function of the CW
 synthesis, then scoring in both modes and planning.
 """
 
-from codeworld.experiments.cwmb_job import CWMB_JOB_DEFAULTS, run_cwmb_job
-from codeworld.experiments.executor import (
+from codeworld.experiments._cwmb_job import CWMB_JOB_DEFAULTS, run_cwmb_job
+from codeworld.experiments._executor import (
     EXECUTORS,
     Executor,
     GridSummary,
@@ -18,8 +18,8 @@ from codeworld.experiments.executor import (
     make_executor,
     run_grid,
 )
-from codeworld.experiments.jobs import Job, grid, split_method
-from codeworld.experiments.store import FAILED, FINISHED, JobRecord, ResultsStore
+from codeworld.experiments._jobs import Job, grid, split_method
+from codeworld.experiments._store import FAILED, FINISHED, JobRecord, ResultsStore
 
 # The public names: each one documented on docs/api.md (tests/test_architecture.py checks). The
 # other names imported above stay importable here for the package's own modules.

@@ -6,7 +6,7 @@ ways to evaluate, both exact:
 
 * **compiled** (fast): the program with its literals read at run time (`parametrize`), compiled
   once with Numba; each evaluation writes the vector into a buffer the compiled code reads and
-  steps the training batch in one native loop (`codeworld.kernels.rollout.step_batch`). Used
+  steps the training batch in one native loop (`codeworld.kernels._rollout.step_batch`). Used
   only when it predicts exactly as the rewritten program at two parameter vectors.
 * **python**: the program rewritten with the vector's values (`rewrite_literals`), loaded and
   stepped in a Python loop; slower, works for every program.
@@ -19,9 +19,9 @@ import time
 
 import numpy as np
 
-import codeworld.model as cwm
-from codeworld.fitting.literals import PARAM_FUNCTION, find_literals, parametrize, rewrite_literals
-from codeworld.sandbox.ops import SandboxTimeout
+import codeworld._model as cwm
+from codeworld.fitting._literals import PARAM_FUNCTION, find_literals, parametrize, rewrite_literals
+from codeworld.sandbox._ops import SandboxTimeout
 
 # The normalized residual of a transition the program could not predict (raised, NaN, bad shape).
 FAILED_RESIDUAL = 1e3
@@ -106,7 +106,7 @@ class _Evaluator:
         return self._predict_python(x)
 
     def _predict_compiled(self, x: np.ndarray):
-        from codeworld.kernels.rollout import step_batch
+        from codeworld.kernels._rollout import step_batch
 
         self._values[:] = x
         nxt, rew, done, status, _ = step_batch(self._compiled, self.states, self.actions,

@@ -10,11 +10,11 @@ as flags (`add_llm_arguments`, `llm_from_args`). Prompts are template files fill
 programs are taken from completions by `extract_code`.
 """
 
-from codeworld.llm.arguments import add_llm_arguments, llm_from_args
+from codeworld.llm._arguments import add_llm_arguments, llm_from_args
 from codeworld.llm.backends import register_backend
-from codeworld.llm.client import LLMClient, LLMConfig, RetryPolicy, make_llm
-from codeworld.llm.extract import CodeExtractionError, extract_code, extract_program
-from codeworld.llm.prompts import format_value, render
+from codeworld.llm._client import LLMClient, LLMConfig, RetryPolicy, make_llm
+from codeworld.llm._extract import CodeExtractionError, extract_code, extract_program
+from codeworld.llm._prompts import format_value, render
 from codeworld.llm.types import (
     BackendNotInstalledError,
     Completion,

@@ -1,16 +1,16 @@
 """The registry of LLM backends: a spec string names a backend and its argument.
 
-* ``local``: the embedded Qwen2.5-Coder-1.5B-Instruct (`codeworld.llm.local`);
-* ``openai:MODEL``: any OpenAI-compatible endpoint (`codeworld.llm.openai_compatible`);
-* ``hf:MODEL``: a Hugging Face ``transformers`` model (`codeworld.llm.hf`);
-* ``scripted:FILE``: replays completions from a file (`codeworld.llm.scripted`);
+* ``local``: the embedded Qwen2.5-Coder-1.5B-Instruct (`codeworld.llm._local`);
+* ``openai:MODEL``: any OpenAI-compatible endpoint (`codeworld.llm._openai_compatible`);
+* ``hf:MODEL``: a Hugging Face ``transformers`` model (`codeworld.llm._hf`);
+* ``scripted:FILE``: replays completions from a file (`codeworld.llm._scripted`);
 * ``MODULE:FACTORY[:ARG]``: a backend defined outside the registry (``mypkg.llm:EchoBackend``).
 
 A backend is made by a *factory*, ``factory(arg, options) -> Backend`` (see
 `codeworld.llm.types.Backend`), where ``arg`` is what follows the name's colon and ``options`` an
 instance of the factory's ``Options`` attribute: a frozen dataclass of the backend's own
 settings, declared in its module, whose fields become ``--llm-FIELD`` flags
-(`codeworld.llm.arguments`); a factory without ``Options`` takes ``options=None``. The registry
+(`codeworld.llm._arguments`); a factory without ``Options`` takes ``options=None``. The registry
 maps a name to its factory as a ``"module:attribute"`` string, so that a backend's module (and
 an optional dependency it needs) is imported only when it is chosen or its flags are listed.
 """
@@ -42,10 +42,10 @@ def load_factory(entry: str) -> BackendFactory:
 
 _REGISTRY: Registry[BackendFactory] = Registry(
     "LLM backend", {
-        "local": "codeworld.llm.local:LocalBackend",
-        "openai": "codeworld.llm.openai_compatible:OpenAIBackend",
-        "hf": "codeworld.llm.hf:HFBackend",
-        "scripted": "codeworld.llm.scripted:ScriptedBackend.from_spec",
+        "local": "codeworld.llm._local:LocalBackend",
+        "openai": "codeworld.llm._openai_compatible:OpenAIBackend",
+        "hf": "codeworld.llm._hf:HFBackend",
+        "scripted": "codeworld.llm._scripted:ScriptedBackend.from_spec",
     }, unknown="unknown {kind} {name!r}{hint}; known: {known_sorted}, or MODULE:FACTORY for one defined elsewhere",
     error=ValueError, load=load_factory)
 _MODULE = re.compile(r"[A-Za-z_][\w.]*")
@@ -112,7 +112,7 @@ def make_options(factory: BackendFactory, values: Any = None) -> Any:
     Args:
         factory: the backend's factory.
         values: an instance of its ``Options``, a dict of field values (strings are read by
-            the field's type, see `codeworld.overrides`), or None for the defaults.
+            the field's type, see `codeworld._overrides`), or None for the defaults.
 
     Raises:
         ValueError: a field the backend does not have, a value that does not read as its type
@@ -128,7 +128,7 @@ def make_options(factory: BackendFactory, values: Any = None) -> Any:
     if not isinstance(values, dict):
         raise ValueError(f"expected {cls.__name__} or a dict of its fields, "
                          f"got {type(values).__name__}")
-    from codeworld.overrides import config_with_overrides
+    from codeworld._overrides import config_with_overrides
 
     try:
         return config_with_overrides(cls(), values)

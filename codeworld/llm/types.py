@@ -168,7 +168,7 @@ class TransientLLMError(LLMError):
 
 class PromptTooLongError(LLMError):
     """The prompt does not fit the model's context window: the same request can never succeed
-    (a search records the call as unanswered and goes on, `codeworld.synthesis.runner`).
+    (a search records the call as unanswered and goes on, `codeworld.synthesis._runner`).
 
     Attributes:
         prompt_tokens: the prompt's length in tokens, where the server said it.

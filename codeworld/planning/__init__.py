@@ -7,10 +7,10 @@ real environment, and wraps a model as a Gymnasium environment.
 
 from typing import TYPE_CHECKING
 
-from codeworld.planning.cem import CemConfig, CemPlanner
+from codeworld.planning._cem import CemConfig, CemPlanner
 from codeworld.planning.evaluate import PlanEvaluation, ReturnStats, evaluate, normalized_return
-from codeworld.planning.mcts import MctsConfig, MctsPlanner
-from codeworld.planning.oracle import OracleModel
+from codeworld.planning._mcts import MctsConfig, MctsPlanner
+from codeworld.planning._oracle import OracleModel
 from codeworld.planning.planners import ModelAccess, Planner
 from codeworld.planning.registry import (
     PLANNERS,
@@ -37,13 +37,13 @@ __all__ = [
 _GYM_NAMES = ("CodeWorldEnv", "CodeWorldVectorEnv", "WorldModelError")
 
 if TYPE_CHECKING:  # for type checkers and the API page; at run time `__getattr__` loads them
-    from codeworld.planning.gym_env import CodeWorldEnv, CodeWorldVectorEnv, WorldModelError
+    from codeworld.planning._gym_env import CodeWorldEnv, CodeWorldVectorEnv, WorldModelError
 
 
 def __getattr__(name: str):
     # The Gymnasium wrappers import gymnasium; sandbox workers import this package and need not.
     if name in _GYM_NAMES:
-        from codeworld.planning import gym_env
+        from codeworld.planning import _gym_env as gym_env
 
         return getattr(gym_env, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -4,13 +4,13 @@ Every policy plays the same seeded episodes of the real Gymnasium environment (e
 resets with seed ``seed + i``). The normalized return of the CWMB paper is
 ``(R_cwm - R_random) / (R_oracle - R_random)``; where oracle and random tie it is undefined and
 reported as None, not as a number. Random and oracle results are read from the package's reference
-table when it holds them (`codeworld.planning.protocol`: computed once per environment, seed and
+table when it holds them (`codeworld.planning._protocol`: computed once per environment, seed and
 protocol), else cached on disk per environment, planner config, seed, episode count and step cap
 (under ``$CODEWORLD_CACHE_DIR/eval``, by default ``~/.cache/codeworld/eval``), since the oracle is
 by far the slowest of the three.
 
 The CWM is untrusted: it is loaded in a sandbox worker and planned with there
-(`codeworld.planning.ops`); the real environment stays here and sends it one state per decision.
+(`codeworld.planning._ops`); the real environment stays here and sends it one state per decision.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
 
 from codeworld.planning.planners import ModelAccess, decision_seed
-from codeworld.planning.protocol import Protocol, default_config, get_protocol
+from codeworld.planning._protocol import Protocol, default_config, get_protocol
 from codeworld.planning.registry import (MODEL_ONLY_FIELDS, SPEED_ONLY_FIELDS, config_to_dict, get_planner,
                                          make_planner, planner_of)
 
@@ -224,7 +224,7 @@ def run_random(spec: EnvSpec, episodes: int = 10, seed: int = 0, max_steps: int 
 def run_oracle(spec: EnvSpec, config=None, episodes: int = 10, seed: int = 0, max_steps: int | None = None,
                progress: Progress | None = None) -> ReturnStats:
     """Returns of the planner using the true simulator as its model (restored per simulated step)."""
-    from codeworld.planning.oracle import OracleModel
+    from codeworld.planning._oracle import OracleModel
 
     config = config or default_config(spec, max_steps)
     # MuJoCo's threads for the native oracle: the planner's own count (plans do not depend on it).
@@ -253,12 +253,12 @@ def run_model(spec: EnvSpec, source: str, config=None, episodes: int = 10, seed:
     A model that fails to load, raises, returns something outside the contract, or takes longer
     than `decision_timeout_s` for one decision ends the run with that sandbox status and message.
     """
-    from codeworld.planning.ops import plan_act, plan_reset
-    from codeworld.model_worker import ModelWorker
+    from codeworld.planning._ops import plan_act, plan_reset
+    from codeworld._model_worker import ModelWorker
     from codeworld.sandbox import SandboxLimits
 
     config = config or default_config(spec, max_steps)
-    from codeworld.model import ModelSourceError
+    from codeworld._model import ModelSourceError
 
     limits = limits or SandboxLimits(timeout_s=decision_timeout_s, preload_numba=compile)
     try:
@@ -273,7 +273,7 @@ def run_model(spec: EnvSpec, source: str, config=None, episodes: int = 10, seed:
                   "planner_module": planner_of(config).planner_class.__module__}
     support = getattr(config, "support", None)
     if support is not None and support.on:  # the training data's support, tested in the worker
-        from codeworld.planning.support import support_of
+        from codeworld.planning._support import support_of
 
         reset_args["support"] = support_of(spec, support).to_dict()
     try:
@@ -306,7 +306,7 @@ def oracle_key_config(config: dict) -> dict:
 
 def reference_key_of(policy: str, result: PlanEvaluation) -> dict:
     """The reference table's key of the random or oracle returns in `result`."""
-    from codeworld.planning.protocol import reference_key
+    from codeworld.planning._protocol import reference_key
 
     config = oracle_key_config(result.config) if policy == "oracle" else None
     return reference_key(policy, result.env_id, config, result.episodes, result.seed, result.max_steps)
@@ -348,7 +348,7 @@ def _stats_from(data: dict) -> ReturnStats:
 def _cached(policy: str, spec: EnvSpec, config: dict | None, episodes: int, seed: int, max_steps: int | None,
             use_cache: bool, compute: Callable[[], ReturnStats]) -> ReturnStats:
     from codeworld.envs.derive import safe_name
-    from codeworld.planning.protocol import find_reference, reference_key
+    from codeworld.planning._protocol import find_reference, reference_key
 
     if use_cache:
         entry = find_reference(reference_key(policy, spec.env_id, config, episodes, seed, max_steps))
@@ -390,7 +390,7 @@ def evaluate(env: EnvSpec | str, source: str | None = None, config: Any = None, 
         source: the model program (needed when ``"model"`` is in `policies`).
         config: a registered planner's config, such as an `MctsConfig` or `CemConfig` (default:
             the paper's, for the env's planner, its plans no longer than an episode may run;
-            `codeworld.planning.protocol.default_config`).
+            `codeworld.planning._protocol.default_config`).
         episodes: seeded episodes per policy (paper: 10).
         seed: episode ``i`` resets with ``seed + i``; planner seeds derive from it too.
         max_steps: cap on steps per episode (None: the env's own time limit, or
@@ -400,14 +400,14 @@ def evaluate(env: EnvSpec | str, source: str | None = None, config: Any = None, 
         decision_timeout_s: the longest one planning decision with the model may take.
         compile: try to compile the model with Numba (else it runs on the Python path).
         progress: called as ``progress(policy, episode, step)`` after every real step.
-        protocol: a named protocol (`codeworld.planning.protocol.PROTOCOLS`, e.g. ``"paper"``)
+        protocol: a named protocol (`codeworld.planning._protocol.PROTOCOLS`, e.g. ``"paper"``)
             whose episodes and step cap replace `episodes` and `max_steps`.
 
     Random and oracle returns come from the reference table when it holds them for this env,
     seed, config, episodes and step cap (with `use_cache`), else from the cache, else are run.
     """
     from codeworld.envs import resolve_env
-    from codeworld.planning.oracle import OracleUnavailable
+    from codeworld.planning._oracle import OracleUnavailable
 
     spec = resolve_env(env)
     if not spec.simulator:

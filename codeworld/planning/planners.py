@@ -6,9 +6,9 @@ A model is reached in one of three ways, fastest first (DESIGN.md, Planning):
   anything with ``address`` and ``cfunc``), no Python and no GIL in the loop;
 * batched Python: ``step_batch(states, actions) -> (next_states, rewards, dones)`` called once per
   MCTS wave and rollout depth, or once per CEM iteration and time step;
-* the oracle: the true simulator behind a batched step (`codeworld.planning.oracle`).
+* the oracle: the true simulator behind a batched step (`codeworld.planning._oracle`).
 
-The planners themselves (`codeworld.planning.mcts`, `codeworld.planning.cem`) and the registry that
+The planners themselves (`codeworld.planning._mcts`, `codeworld.planning._cem`) and the registry that
 names them (`codeworld.planning.registry`) build on this module.
 """
 

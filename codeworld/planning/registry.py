@@ -3,7 +3,7 @@ plans over. Everything that chooses a planner reads it: ``codeworld plan --plann
 help), an environment's default (`EnvSpec.planner`), the evaluation by return, the sandbox worker
 that plans with a model, and the caches of random and oracle returns.
 
-Adding a planner: write its config and planner class in a module (see `codeworld.planning.cem`),
+Adding a planner: write its config and planner class in a module (see `codeworld.planning._cem`),
 register it below, test it. A planner defined outside the package registers itself in the module
 that defines it, so that a sandbox worker importing that module finds it too (see CONTRIBUTING.md).
 """
@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields, is_dataclass, replace
 from typing import Any
 
-from codeworld.planning.cem import CemConfig, CemPlanner
-from codeworld.planning.mcts import MctsConfig, MctsPlanner
+from codeworld.planning._cem import CemConfig, CemPlanner
+from codeworld.planning._mcts import MctsConfig, MctsPlanner
 from codeworld.planning.planners import Planner
 from codeworld.registry import Registry
 

@@ -1,7 +1,7 @@
 """The parent side of the sandbox: start a worker, send it requests, turn every outcome into a record.
 
 Nothing here runs candidate code, and nothing here knows what an op does: the caller passes the
-function to run (see `codeworld.sandbox.ops`) and its own wall-clock limit. A worker is a fresh
+function to run (see `codeworld.sandbox._ops`) and its own wall-clock limit. A worker is a fresh
 interpreter (``python -m codeworld.sandbox._worker``) started in its own session and its own private temporary directory,
 connected by two pipes. Whatever the candidate does (loop, allocate, crash, exit, kill itself,
 flood its output), `Sandbox.call` returns a `SandboxResult` within the timeout plus a short grace,
@@ -35,7 +35,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from codeworld.sandbox.ops import op_reference
+from codeworld.sandbox._ops import op_reference
 
 GiB = 1024**3
 MiB = 1024**2
@@ -466,7 +466,7 @@ class Sandbox:
         """Run `op` in the worker with `kwargs`; never raises for anything the candidate does.
 
         Args:
-            op: the op, a module-level function ``op(ctx, **kwargs)`` (see `codeworld.sandbox.ops`).
+            op: the op, a module-level function ``op(ctx, **kwargs)`` (see `codeworld.sandbox._ops`).
             timeout_s: wall-clock limit for this request (default: the limits' ``timeout_s``).
 
         Raises:

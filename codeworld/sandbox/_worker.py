@@ -3,7 +3,7 @@
 Started by `codeworld.sandbox.Sandbox` in a fresh interpreter (the equivalent of multiprocessing's
 ``spawn``: nothing is inherited from the parent but two pipe descriptors). It limits itself (see
 `_guards`; first of all it dies with its parent), then serves requests ``(op reference, kwargs)`` until it receives ``(None, {})``. An op
-is imported from its reference as `codeworld.sandbox.ops` says; it streams partial results with
+is imported from its reference as `codeworld.sandbox._ops` says; it streams partial results with
 ``ctx.emit``, which the parent keeps even when the request later times out. Replies are
 multiprocessing's frames (a 4-byte length, then a pickle); the parent reads them with a deadline
 and unpickles them with a short list of allowed globals (`_runner`), because a candidate can
@@ -21,7 +21,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from codeworld.sandbox import _guards
-from codeworld.sandbox.ops import failure_record, resolve_op
+from codeworld.sandbox._ops import failure_record, resolve_op
 
 
 class CappedWriter(io.TextIOBase):

@@ -1,7 +1,7 @@
 """Scoring world models on replay buffers: the batched sound scorer, the paper's rule, references."""
 
-from codeworld.scoring.report import Reference, ScoreReport
-from codeworld.scoring.scorer import (
+from codeworld.scoring._report import Reference, ScoreReport
+from codeworld.scoring._scorer import (
     MODES,
     PAPER,
     SOUND,

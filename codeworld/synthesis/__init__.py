@@ -8,13 +8,13 @@ its `RunDir`) and drives its search against a `World` (prompts, evaluator, finis
 """
 
 from codeworld.synthesis.config import AssistConfig, SamplingConfig
-from codeworld.synthesis.gif_mcts import GifMcts, GifMctsConfig
+from codeworld.synthesis._gif_mcts import GifMcts, GifMctsConfig
 from codeworld.synthesis.registry import METHODS, Method, get_method, register_method
-from codeworld.synthesis.rex import Rex, RexConfig, ZeroShot, ZeroShotConfig
+from codeworld.synthesis._rex import Rex, RexConfig, ZeroShot, ZeroShotConfig
 from codeworld.synthesis.run import Run
-from codeworld.synthesis.run_dir import RunDir
-from codeworld.synthesis.run_spec import RunSpec, RunStatus
-from codeworld.synthesis.runner import RunDivergedError, SearchAccounting, SynthesisResult, synthesize
+from codeworld.synthesis._run_dir import RunDir
+from codeworld.synthesis._run_spec import RunSpec, RunStatus
+from codeworld.synthesis._runner import RunDivergedError, SearchAccounting, SynthesisResult, synthesize
 from codeworld.synthesis.types import (
     FIX,
     GENERATE,

@@ -1,7 +1,7 @@
 """The settings every synthesis method shares: sampling, the assists, the steps after the search.
 
-Each method's own config lives beside its search (`codeworld.synthesis.gif_mcts.GifMctsConfig`,
-`codeworld.synthesis.rex.RexConfig`, `codeworld.synthesis.rex.ZeroShotConfig`) and holds a
+Each method's own config lives beside its search (`codeworld.synthesis._gif_mcts.GifMctsConfig`,
+`codeworld.synthesis._rex.RexConfig`, `codeworld.synthesis._rex.ZeroShotConfig`) and holds a
 `SamplingConfig` and an `AssistConfig`; `ASSIST_ABLATIONS` are the variants every such method
 has.
 """
@@ -44,15 +44,15 @@ class AssistConfig:
     Attributes:
         scaffold: prompts show the state's named components, the action and a skeleton program
             built from the env's spec and description; requests that write from scratch start
-            the answer with the skeleton's head (`codeworld.worlds.cwmb.scaffold`).
+            the answer with the skeleton's head (`codeworld.worlds.cwmb._scaffold`).
         checks: static checks (undefined names, state unpacking and indexing against the state
             length, a missing ``step``) and a smoke run in the sandbox before the full scoring
-            pass, and mechanical repairs that need no LLM (`codeworld.worlds.cwmb.checks`,
-            `codeworld.synthesis.repairs`).
+            pass, and mechanical repairs that need no LLM (`codeworld.worlds.cwmb._checks`,
+            `codeworld.synthesis._repairs`).
         smoke_transitions: how many of the buffer's first transitions the smoke run steps.
         error_summary: *improve* prompts summarize the errors over the whole buffer (per state
             component, reward, done, a few transitions from different error groups) instead of
-            showing one mispredicted transition (`codeworld.worlds.cwmb.feedback`).
+            showing one mispredicted transition (`codeworld.worlds.cwmb._feedback`).
         summary_tokens: the error summary's budget, in tokens (about 4 characters each).
         summary_examples: at most this many mispredicted transitions in the summary.
         fit_constants: every healthy, imperfect program the search writes gets its numeric
@@ -62,16 +62,16 @@ class AssistConfig:
         relations: prompts show what the buffer shows: for each state component, a
             least-squares fit of its change that is right on most transitions or explains most
             of the change, and the recorded rewards and episode ends with an example of each
-            rare one (`codeworld.worlds.cwmb.relations`).
+            rare one (`codeworld.worlds.cwmb._relations`).
         structure: the data section's fits go beyond sparse linear ones: a term library
             (sin/cos, squares, products, abs, sign), clips at bounds, wraps, decision-list
             exceptions for whole-number rules, and a reward formula
-            (`codeworld.worlds.cwmb.relations.term_library`).
+            (`codeworld.worlds.cwmb._relations.term_library`).
         form_from_data: the scaffold reads a component whose recorded values are all whole
             numbers as an int, and its reward line says the recorded default is not the rule.
         copies: a program equal (up to comments and layout) to the skeleton or to an earlier
             call's program is recognised as a copy: recorded as one, not scored again, not
-            expanded again by the search (`codeworld.synthesis.runner.normalized`); the
+            expanded again by the search (`codeworld.synthesis._runner.normalized`); the
             requests that follow copies, or improvements that made no progress, say so.
         beyond_data: a program that runs on the recorded transitions is also stepped where
             planning will take it (every recorded state with every action, or with sampled
@@ -81,23 +81,23 @@ class AssistConfig:
             looks ahead (`codeworld.planning.registry.lookahead`), since a model that leaves the
             finite numbers within that many steps fails the plan.
         compact_tables: the environment's description has its documentation's tables compacted
-            (`codeworld.envs.descriptions.compact_tables`).
+            (`codeworld.envs._descriptions.compact_tables`).
         reward_from_old: the data section's reward formula may use the state the step started
             from as well as the new one, and the angle of a cosine-sine pair of components
-            (`codeworld.worlds.cwmb.relations.angle_pairs`): a cost on an angle's size or on the
+            (`codeworld.worlds.cwmb._relations.angle_pairs`): a cost on an angle's size or on the
             mean of two speeds becomes a term.
         angles: the data section may fit a cosine-sine pair of components through their angle
-            (`codeworld.worlds.cwmb.relations.cos_sin_pairs`): the angle's change, each component
+            (`codeworld.worlds.cwmb._relations.cos_sin_pairs`): the angle's change, each component
             the cosine or sine of the new angle.
         regression: the data section's fit of a real component that no sparse linear fit
             gets right on every transition may be a symbolic regression
-            (`codeworld.fitting.regression`, with the ``regression`` extra; skipped without
+            (`codeworld.fitting._regression`, with the ``regression`` extra; skipped without
             it), where that is right on more transitions and lowers the error on held-out
             training episodes; it may read the new values of components fitted exactly.
         regression_seconds: the wall-clock budget of one component's regression.
         data_model: before the first call, the world writes a complete program from the
             training episodes (each component's fitted rule, the reward and done rules:
-            `codeworld.worlds.cwmb.data_model`) and the search starts from it where it scores
+            `codeworld.worlds.cwmb._data_model`) and the search starts from it where it scores
             above the do-nothing model; both are candidates for the best program, so the best
             is never below the floor on the training episodes (`codeworld.synthesis.types.Seed`).
     """
@@ -155,17 +155,17 @@ def _default_fit_config() -> FitConfig:
 
 @dataclass(frozen=True)
 class FinishConfig:
-    """What is done to a run's best program once the search ends (`codeworld.worlds.cwmb.finish`).
+    """What is done to a run's best program once the search ends (`codeworld.worlds.cwmb._finish`).
 
     Attributes:
         fit_constants: fit the best program's float literals to the buffer
             (`codeworld.fitting`); the fitted program is scored like any other and becomes the
             best when the fit is kept (held-out score up) and it scores higher on the buffer.
         speed_step: compile the best program, or port it (kept only if it predicts the same on
-            every transition), and measure its steps per second (`codeworld.speed`).
+            every transition), and measure its steps per second (`codeworld._speed`).
         fit: the fit's settings (optimizer, evaluation and time caps, held-out share).
         compose: before the fit, take each output component (next-state dimension, reward, done)
-            from the run's program that predicts it best (`codeworld.worlds.cwmb.compose`); the
+            from the run's program that predicts it best (`codeworld.worlds.cwmb._compose`); the
             composed program becomes the best when it scores higher.
         compose_programs: how many of the run's best programs may take part.
         floor: first, when every program of the search is buggy, the skeleton the prompts start

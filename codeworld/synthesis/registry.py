@@ -9,8 +9,8 @@ from typing import Any, Callable, Mapping
 
 from codeworld.registry import Registry
 from codeworld.synthesis.config import ASSIST_ABLATIONS
-from codeworld.synthesis.gif_mcts import ACTION_ABLATIONS, GifMcts, GifMctsConfig
-from codeworld.synthesis.rex import Rex, RexConfig, ZeroShot, ZeroShotConfig
+from codeworld.synthesis._gif_mcts import ACTION_ABLATIONS, GifMcts, GifMctsConfig
+from codeworld.synthesis._rex import Rex, RexConfig, ZeroShot, ZeroShotConfig
 from codeworld.synthesis.types import MethodConfig, Search
 
 

@@ -8,7 +8,7 @@ new run, `Run.resume` for one to continue from its ``run.json``), hands `Run.exe
 resumed run takes its method, config, budget, seed, split and finish steps from ``run.json``,
 changed only where the caller says so (and then recorded).
 
-The run directory's files are written by `RunDir` alone (see `codeworld.synthesis.run_dir`).
+The run directory's files are written by `RunDir` alone (see `codeworld.synthesis._run_dir`).
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from typing import Any, Callable
 from codeworld.synthesis.config import FinishConfig
 from codeworld.synthesis.registry import Method, config_from_json, config_to_json, get_method
 from codeworld._files import check_output
-from codeworld.synthesis.run_dir import RunDir, RunLock
-from codeworld.synthesis.run_spec import RunSpec, RunStatus
-from codeworld.synthesis.runner import SynthesisResult, synthesize
+from codeworld.synthesis._run_dir import RunDir, RunLock
+from codeworld.synthesis._run_spec import RunSpec, RunStatus
+from codeworld.synthesis._runner import SynthesisResult, synthesize
 from codeworld.synthesis.types import ChatModel, MethodConfig, Search, World
 
 
@@ -167,7 +167,7 @@ class Run:
     def _resumed(cls, run_dir: RunDir, lock: RunLock, overrides: dict[str, str] | None,
                  budget: int | None, llm: str | None, switch_llm: bool, finish_off: tuple[str, ...],
                  config: MethodConfig | None) -> Run:
-        from codeworld.overrides import config_with_overrides
+        from codeworld._overrides import config_with_overrides
 
         spec = run_dir.spec
         if llm is not None and spec.llm is not None and llm != spec.llm and not switch_llm:

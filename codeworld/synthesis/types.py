@@ -2,7 +2,7 @@
 
 A search never calls an LLM or runs code itself: it hands out `Request` records (which action on
 which program) and receives `Outcome` records (the program the LLM wrote and its `ProgramEvaluation`).
-The driver (`codeworld.synthesis.runner`) does the calls, through objects that satisfy the
+The driver (`codeworld.synthesis._runner`) does the calls, through objects that satisfy the
 protocols below, so the search logic is tested with a scripted LLM and a fake evaluator.
 """
 
@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    from codeworld.synthesis.checks import StaticProblem
+    from codeworld.synthesis._checks import StaticProblem
     from codeworld.synthesis.config import AssistConfig, SamplingConfig
 
 GENERATE = "generate"
@@ -147,7 +147,7 @@ class Evaluator:
 @dataclass(frozen=True)
 class FinishRecord:
     """What a world's finish step did to a run's best program (`World.finish`; a CWMB world's:
-    `codeworld.worlds.cwmb.finish.finish_run`). Each step's summary is the JSON-ready data that
+    `codeworld.worlds.cwmb._finish.finish_run`). Each step's summary is the JSON-ready data that
     step keeps (its full record is a file of the run directory); a step that did not run is None.
 
     Attributes:
@@ -249,7 +249,7 @@ class World:
         prompts: turns requests into messages and completions into programs.
         evaluator: scores programs.
         finish: ``finish(result, config, run_dir) -> FinishRecord`` after the search (a CWMB world
-            composes, fits and speeds up its best program: `codeworld.worlds.cwmb.finish`); None
+            composes, fits and speeds up its best program: `codeworld.worlds.cwmb._finish`); None
             when the world has no such step.
         seeds: programs the world wrote before the search (the data model, the floor), which
             the search scores and builds on before its first call (`Seed`).

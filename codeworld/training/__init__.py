@@ -2,11 +2,11 @@
 
 `train_policy` trains a policy on a model as a vectorized environment, with none of the real
 environment's steps, and evaluates it on the real environment; `ALGORITHMS` names the algorithms
-it offers. The adapters to stable-baselines3 live in `codeworld.training.sb3`.
+it offers. The adapters to stable-baselines3 live in `codeworld.training._sb3`.
 """
 
-from codeworld.training.algorithms import ALGORITHMS, INSTALL_HINT, Algorithm, algorithm_kwargs
-from codeworld.training.train import ModelFailedError, TrainResult, evaluate_policy_on_real_env, train_policy
+from codeworld.training._algorithms import ALGORITHMS, INSTALL_HINT, Algorithm, algorithm_kwargs
+from codeworld.training._train import ModelFailedError, TrainResult, evaluate_policy_on_real_env, train_policy
 
 # The public names: each one documented on docs/api.md (tests/test_architecture.py checks). The
 # other names imported above stay importable here for the package's own modules.

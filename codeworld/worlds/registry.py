@@ -36,9 +36,9 @@ from codeworld.synthesis.types import World
 WorldFactory = Callable[..., World]
 
 WORLDS: Registry[WorldFactory] = Registry("world", {
-    "cwmb": "codeworld.worlds.cwmb.cwmb:make_cwmb_world",
-    "objects": "codeworld.agent.levels:make_level_world",
-    "apps": "codeworld.worlds.apps.apps:make_apps_world",
+    "cwmb": "codeworld.worlds.cwmb._cwmb:make_cwmb_world",
+    "objects": "codeworld.agent._levels:make_level_world",
+    "apps": "codeworld.worlds.apps._apps:make_apps_world",
 })
 
 
@@ -46,8 +46,8 @@ WORLDS: Registry[WorldFactory] = Registry("world", {
 # as the run records it (``"module:attribute"``: imported when first used); a kind without one
 # takes the string as given, a path made whole.
 TARGETS: Registry[Callable[[str], str]] = Registry("world target check", {
-    "objects": "codeworld.agent.levels:level_target",
-    "apps": "codeworld.worlds.apps.apps:problem_target",
+    "objects": "codeworld.agent._levels:level_target",
+    "apps": "codeworld.worlds.apps._apps:problem_target",
 })
 
 

@@ -1,0 +1,385 @@
+"""Rules learned from the recorded transitions, written as code: small decision trees as ``if`` chains.
+
+A reward that takes a few values, an episode end that happens on a few transitions, a whole-number
+component that a linear fit gets right except on a few transitions (a key picked up in one cell,
+a wall): none of these is a regression. `learn_tree` fits a small scikit-learn decision tree on
+`Features` of the transition (the new state, the old state and the action; for whole-number
+components also their quotients and remainders by small constants, since one integer often packs
+several parts: a cell, a passenger, a destination), the smallest tree that is right on every
+training transition, and `Tree` writes it as conditions a program can hold (``new_s0 > 7.5 and
+action == 1``). `reward_rule`, `done_rule` and `component_rule` build on it; each returns a `Rule`,
+code lines with the share of transitions they get right. A rule that is true on no training
+transition is not written (a tree's leaves each hold some).
+
+Nothing here knows an environment: it reads arrays, names and tolerances only.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from codeworld.kernels._check import values_close
+from codeworld.worlds.cwmb._relations import between
+
+_MAX_DEPTH = 6          # the deepest tree tried
+_MAX_LEAVES = 16        # and at most this many leaves
+_MODULI = tuple(range(2, 11))   # remainders by these
+_MAX_DECODED = 4000     # at most this many decoded features in all
+FEW_VALUES = 16         # a reward of at most this many values is learned as a tree
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A learned rule as code.
+
+    Attributes:
+        code: lines of Python at the indentation of ``step``'s body, assigning the target.
+        exact: the share of training transitions it gets right (within the tolerances).
+        kind: how it was made: ``"constant"``, ``"formula"``, ``"threshold"``, ``"tree"``.
+        text: the rule in one line, for records.
+    """
+
+    code: str
+    exact: float
+    kind: str
+    text: str = ""
+
+    def to_json(self) -> dict:
+        return {"exact": self.exact, "kind": self.kind, "text": self.text or self.code.strip()}
+
+
+@dataclass(frozen=True)
+class Features:
+    """Candidate inputs of a rule: one column per feature and the Python expression of each.
+
+    Attributes:
+        values: ``(N, F)`` array.
+        exprs: the expression of each column, in the program's names (``new_x``, ``x``,
+            ``action == 2``, ``(x // 20) % 5``).
+        binary: per column, whether it only takes 0 and 1 (a condition: ``action == 2``).
+        whole: per column, whether its values are whole numbers.
+    """
+
+    values: np.ndarray
+    exprs: tuple[str, ...]
+    binary: tuple[bool, ...]
+    whole: tuple[bool, ...]
+
+    def select(self, keep: np.ndarray) -> "Features":
+        keep = np.flatnonzero(keep)
+        return Features(self.values[:, keep], tuple(self.exprs[k] for k in keep),
+                        tuple(self.binary[k] for k in keep), tuple(self.whole[k] for k in keep))
+
+
+def _smooth(limit: int, primes=(2, 3, 5, 7)) -> list[int]:
+    """The numbers from 2 up to `limit` with no prime factor beyond `primes` (the small
+    constants a packed code is built from: 4, 20, 100 ...)."""
+    found = {1}
+    for p in primes:
+        for v in sorted(found):
+            while v * p <= limit:
+                v *= p
+                found.add(v)
+    return sorted(found - {1})
+
+
+def _paren(expr: str) -> str:
+    return expr if expr.isidentifier() or re.fullmatch(r"[\w\[\]]+", expr) else f"({expr})"
+
+
+def features(obs, actions, *, names, discrete: bool, n_actions: int = 0, next_obs=None,
+             decode: bool = True) -> Features:
+    """The candidate inputs of a rule: each old component (its name), each new one
+    (``new_<name>``, with `next_obs`), the action (``action == k`` for each discrete action,
+    ``action[j]`` for a continuous one); with `decode`, for every whole-number component of at
+    least 4 values, ``x % m`` and ``x // k`` and ``(x // k) % m`` for small ``m`` and ``k``."""
+    old = np.asarray(obs, dtype=np.float64)
+    n, d = old.shape
+    columns: list[np.ndarray] = []
+    exprs: list[str] = []
+    parts = [("", old)] + ([("new_", np.asarray(next_obs, dtype=np.float64))]
+                           if next_obs is not None else [])
+    for prefix, values in parts:
+        for j in range(d):
+            if np.ptp(values[:, j]):
+                columns.append(values[:, j])
+                exprs.append(prefix + names[j])
+    a = np.asarray(actions)
+    if discrete:
+        a = a.reshape(n).astype(np.int64)
+        for k in range(max(int(n_actions), int(a.max()) + 1 if n else 0)):
+            if (a == k).any() and not (a == k).all():
+                columns.append((a == k).astype(np.float64))
+                exprs.append(f"action == {k}")
+    else:
+        a = a.reshape(n, -1).astype(np.float64)
+        for j in range(a.shape[1]):
+            if np.ptp(a[:, j]):
+                columns.append(a[:, j])
+                exprs.append(f"action[{j}]")
+    if decode:
+        decoded = 0
+        for prefix, values in parts:
+            for j in range(d):
+                v = values[:, j]
+                if not (np.all(v == np.round(v)) and v.min() >= 0 and np.ptp(v) >= 4):
+                    continue
+                name = prefix + names[j]
+                top = int(v.max())
+                for k in [1] + _smooth(top // 2):
+                    q = v // k if k > 1 else v
+                    base = f"{_paren(name)} // {k}" if k > 1 else name
+                    if k > 1 and np.ptp(q):
+                        columns.append(q)
+                        exprs.append(base)
+                    for m in _MODULI:
+                        if m <= q.max():
+                            r = q % m
+                            if np.ptp(r):
+                                columns.append(r)
+                                exprs.append(f"{_paren(base)} % {m}")
+                    decoded += 1
+                    if len(columns) > _MAX_DECODED:
+                        break
+                if decoded and len(columns) > _MAX_DECODED:
+                    break
+    values = np.stack(columns, axis=1) if columns else np.zeros((n, 0))
+    binary = tuple(bool(np.isin(c, (0.0, 1.0)).all()) for c in columns)
+    whole = tuple(bool(np.all(c == np.round(c))) for c in columns)
+    return Features(values, tuple(exprs), binary, whole)
+
+
+def plain(feats: Features) -> Features:
+    """The features that are not decoded parts (no ``//`` or ``%``): tried first, since of two
+    rules that are right as often, the one in the plain names is the one to write."""
+    return feats.select(np.array(["//" not in e and "%" not in e for e in feats.exprs], dtype=bool))
+
+
+def literal(value: float) -> str:
+    """A number as a Python literal that reads back as the same float (``-1``, ``0.25``,
+    ``1234567``), short where that loses nothing."""
+    value = float(value)
+    if value == round(value) and abs(value) < 2 ** 53:
+        return str(int(value))
+    short = f"{value:g}"
+    return short if float(short) == value else repr(value)
+
+
+class Tree:
+    """A fitted decision tree's leaves as conditions in the features' expressions.
+
+    Attributes:
+        leaves: per leaf, ``(conditions, class index, transitions)``; the conditions joined by
+            ``and`` select exactly the training transitions of that leaf.
+        classes: the class labels the indices stand for.
+        pred: the class index the tree gives each training transition.
+    """
+
+    def __init__(self, model, feats: Features, classes: np.ndarray):
+        tree = model.tree_
+        self.classes = classes
+        x = feats.values
+        # the class of each transition as the written conditions give it (sklearn compares in
+        # float32; the conditions compare in float64 at a cut between the two sides' values)
+        self.pred = np.zeros(len(x), dtype=np.int64)
+        self.leaves: list[tuple[list[str], int, int]] = []
+
+        def walk(node: int, bounds: dict, rows: np.ndarray) -> None:
+            left, right = tree.children_left[node], tree.children_right[node]
+            if left == right:  # a leaf
+                if rows.any():
+                    label = int(np.argmax(tree.value[node][0]))
+                    self.pred[rows] = label
+                    self.leaves.append((self._conditions(bounds, feats), label, int(rows.sum())))
+                return
+            f, t = int(tree.feature[node]), float(tree.threshold[node])
+            col = x[:, f]
+            below, above = col[rows & (col <= t)], col[rows & (col > t)]
+            cut = between(below.max(), above.min()) if len(below) and len(above) else t
+            low, high = bounds.get(f, (-np.inf, np.inf))
+            walk(left, {**bounds, f: (low, min(high, cut))}, rows & (col <= t))
+            walk(right, {**bounds, f: (max(low, cut), high)}, rows & (col > t))
+
+        walk(0, {}, np.ones(len(x), dtype=bool))
+
+    @staticmethod
+    def _conditions(bounds: dict, feats: Features) -> list[str]:
+        out = []
+        for f, (low, high) in sorted(bounds.items()):
+            expr = feats.exprs[f]
+            if feats.binary[f]:
+                if " == " in expr:
+                    out.append(expr if low > -np.inf else expr.replace(" == ", " != "))
+                else:
+                    out.append(f"{expr} == {1 if low > -np.inf else 0}")
+                continue
+            if feats.whole[f] and low > -np.inf and high < np.inf and np.floor(high) - np.ceil(low) == 0:
+                out.append(f"{expr} == {int(np.ceil(low))}")
+                continue
+            if low > -np.inf:
+                out.append(f"{expr} > {literal(low)}")
+            if high < np.inf:
+                out.append(f"{expr} < {literal(high)}")
+        return out
+
+    def selector(self, label: int) -> str:
+        """The condition under which the tree gives class `label`: the leaves' conditions,
+        joined by ``or`` (``False`` when no leaf gives it)."""
+        paths = [" and ".join(c) or "True" for c, k, _ in self.leaves if k == label]
+        if not paths:
+            return "False"
+        return " or ".join(f"({p})" if len(paths) > 1 and " and " in p else p for p in paths)
+
+    @property
+    def n_leaves(self) -> int:
+        return len(self.leaves)
+
+
+def learn_tree(feats: Features, labels: np.ndarray, *, max_depth: int = _MAX_DEPTH,
+               weight: np.ndarray | None = None) -> Tree | None:
+    """The smallest decision tree (depth 1, 2, ... `max_depth`, at most `_MAX_LEAVES` leaves)
+    over `feats` that gives every training transition its label, else the deepest one tried;
+    None when there is nothing to learn (one label, no features). Deterministic."""
+    from sklearn.tree import DecisionTreeClassifier
+
+    classes, y = np.unique(labels, return_inverse=True)
+    if len(classes) < 2 or feats.values.shape[1] == 0:
+        return None
+    best = None
+    for depth in range(1, max_depth + 1):
+        model = DecisionTreeClassifier(max_depth=depth, max_leaf_nodes=_MAX_LEAVES, random_state=0)
+        model.fit(feats.values, y, sample_weight=weight)
+        tree = Tree(model, feats, classes)
+        right = float(np.mean(tree.pred == y))
+        if best is None or right > best[0]:
+            best = (right, tree)
+        if right >= 1.0 or model.get_depth() < depth:  # exact, or it stopped growing
+            break
+    return best[1]
+
+
+def _learn(feats: Features, labels: np.ndarray, **kwargs) -> Tree | None:
+    """`learn_tree` on the plain features first, then on all (decoded parts too) when the plain
+    ones leave transitions wrong."""
+    first = learn_tree(plain(feats), labels, **kwargs)
+    if first is not None and np.all(first.classes[first.pred] == labels):
+        return first
+    second = learn_tree(feats, labels, **kwargs) if len(plain(feats).exprs) < len(feats.exprs) else None
+    if first is None or (second is not None and np.mean(second.classes[second.pred] == labels)
+                         > np.mean(first.classes[first.pred] == labels)):
+        return second
+    return first
+
+
+def done_code(rule_text: str) -> str:
+    """A done rule as `codeworld.worlds.cwmb._relations.find_done_rule` says it (``new x > t``)
+    in the program's names (``new_x > t``)."""
+    return re.sub(r"\bnew ([A-Za-z_]\w*(?:\[\d+\])?)", r"new_\1", rule_text)
+
+
+def done_rule(obs, actions, next_obs, terminated, names, *, discrete: bool,
+              n_actions: int) -> Rule:
+    """``done``: the one-condition rule of the data section where one is right on every
+    transition (`find_done_rule`), else a small tree's conditions for an end, where they are
+    right more often than never ending; else never done."""
+    from codeworld.worlds.cwmb._relations import find_done_rule
+
+    ends = np.asarray(terminated, dtype=bool)
+    never = Rule("    done = False\n", float(np.mean(~ends)), "constant", "never done")
+    if not ends.any():
+        return never
+    if ends.all():
+        return Rule("    done = True\n", 1.0, "constant", "always done")
+    text = find_done_rule(next_obs, actions, ends, names, discrete=discrete, n_actions=n_actions)
+    if text is not None:
+        code = done_code(text)
+        return Rule(f"    done = bool({code})\n", 1.0, "threshold", code)
+    feats = features(obs, actions, names=names, discrete=discrete, n_actions=n_actions,
+                     next_obs=next_obs)
+    tree = _learn(feats, ends)
+    if tree is None:
+        return never
+    right = float(np.mean(tree.classes[tree.pred] == ends))
+    if right <= never.exact or True not in tree.classes:
+        return never
+    condition = tree.selector(int(np.flatnonzero(tree.classes)[0]))
+    return Rule(f"    done = bool({condition})\n", right, "tree", condition)
+
+
+def reward_rule(obs, actions, next_obs, rewards, names, *, discrete: bool, n_actions: int,
+                atol: float, rtol: float, formula: str | None = None) -> Rule:
+    """``reward``: the best on the training transitions of the most frequent value, a tree over
+    the values (a reward of at most `FEW_VALUES` values: a goal, a penalty, a step cost) and the
+    data section's formula (`formula`, a reward of many values)."""
+    from codeworld.scoring._scorer import most_frequent
+    from codeworld.worlds.cwmb._relations import formula_values
+
+    r = np.asarray(rewards, dtype=np.float64)
+    modal = most_frequent(r)
+
+    def right(pred: np.ndarray) -> float:
+        return float(np.mean(values_close(pred, r, atol, rtol)))
+
+    options = [Rule(f"    reward = {literal(modal)}\n", right(np.full_like(r, modal)), "constant",
+                    f"the most frequent reward, {literal(modal)}")]
+    if formula is not None:
+        pred = formula_values(formula, obs, actions, names, discrete=discrete, new_obs=next_obs)
+        options.append(Rule(f"    reward = {formula}\n", right(pred), "formula", formula))
+    values = np.unique(r)
+    if 1 < len(values) <= FEW_VALUES:
+        feats = features(obs, actions, names=names, discrete=discrete, n_actions=n_actions,
+                         next_obs=next_obs)
+        tree = _learn(feats, r)
+        if tree is not None:
+            pred = tree.classes[tree.pred]
+            default = int(np.argmax(np.bincount(tree.pred, minlength=len(tree.classes))))
+            lines = [f"    reward = {literal(float(tree.classes[default]))}\n"]
+            text = []
+            for label, value in enumerate(tree.classes):
+                if label != default and (tree.pred == label).any():
+                    condition = tree.selector(label)
+                    lines.append(f"    if {condition}:\n        reward = {literal(float(value))}\n")
+                    text.append(f"{literal(float(value))} if {condition}")
+            options.append(Rule("".join(lines), right(pred), "tree",
+                                "; ".join(text) + f"; else {literal(float(tree.classes[default]))}"))
+    # the most often right; of equals, the simpler (the order above)
+    return max(options, key=lambda o: o.exact)
+
+
+def component_rule(index: int, names, rule: np.ndarray, obs, actions, next_obs, *,
+                   discrete: bool, n_actions: int, atol: float, rtol: float) -> Rule | None:
+    """For a whole-number component whose rule (`rule`: its values on the transitions) is wrong
+    on some transitions: a tree over the old state and the action that tells where the new value
+    is the old one instead, or the rule's value plus a fixed step; as lines that follow the
+    rule's ``new_<name> = ...``. None where the tree is right no more often than the rule."""
+    old = np.asarray(obs, dtype=np.float64)[:, index]
+    truth = np.asarray(next_obs, dtype=np.float64)[:, index]
+    ok = values_close(rule, truth, atol, rtol)
+    if ok.all():
+        return None
+    # the outcome of each transition: the rule (0), the old value (nan stands for it), or the
+    # rule plus a step
+    labels = np.where(ok, 0.0, np.where(truth == old, np.nan, truth - rule))
+    codes = np.where(np.isnan(labels), np.inf, labels)  # np.unique needs comparable values
+    feats = features(obs, actions, names=names, discrete=discrete, n_actions=n_actions)
+    tree = _learn(feats, codes)
+    if tree is None:
+        return None
+    outcome = tree.classes[tree.pred]
+    pred = np.where(outcome == 0, rule, np.where(np.isinf(outcome), old, rule + outcome))
+    exact = float(np.mean(values_close(pred, truth, atol, rtol)))
+    if exact <= float(np.mean(ok)):
+        return None
+    name = names[index]
+    lines, text = [], []
+    for label, value in enumerate(tree.classes):
+        if value == 0 or not (tree.pred == label).any():
+            continue
+        condition = tree.selector(label)
+        then = name if np.isinf(value) else f"new_{name} + {literal(float(value))}".replace("+ -", "- ")
+        lines.append(f"    if {condition}:\n        new_{name} = {then}\n")
+        text.append(f"{then} if {condition}")
+    return Rule("".join(lines), exact, "tree", "; ".join(text))

@@ -1,0 +1,1094 @@
+"""The rule model: a world-model program written by the machine from recorded transitions.
+
+From transitions of object states (``{state, action, next_state, reward, done, mission}``, as the
+WorldCoder agent records them), `rule_program` learns, for each action and each leaf of the
+state that the action ever changed:
+
+* **the change**, one of: keep the value, set it to a constant, copy another leaf, add a
+  constant (a number or a vector), add another leaf (move by a vector the state holds), move by
+  the vector a table keyed by another leaf gives (a *heading*: the step "forward" takes for each
+  value of a direction), and for a list: remove, insert or move by a vector the element equal to
+  a leaf (or a leaf plus a vector the action moves things by); for a list of dicts that stand on
+  cells (their position keys named like a position's): remove the element on a cell the state
+  points at (a position plus its heading's step: the cell in front), or change some of its
+  fields (set them, negate a boolean), or add a dict leaf there (what is put down); a leaf can
+  become that element, without its position (what is picked up);
+* **the condition** under which each change happens, as a decision list (of single tests, or
+  pairs of them where no single test is pure) over features computed from the state before the
+  step: a leaf's value, the equality of two leaves, a vector plus another equal to a third, a
+  leaf (plus a vector the action moves things by) being in a list; of the cell in front: being
+  in a list of cells, holding an element of a list of dicts, that element's fields' values and
+  their equality with the same field of a leaf that is a dict (the color of what is carried).
+
+The reward and done are learned the same way over the state after the step, once a recorded
+step got reward; before that the program's ``reward`` says no step completes a mission (the
+LLM writes it from the mission: `RewardPrompts`). The result is an ordinary program of the
+object world's contract (``transition``, ``reward``): the agent checks it in the sandbox like any
+other, and puts it in REx's pool. Nothing here names a level, a family or a kind of object:
+leaves, changes and features are read off the data.
+
+A leaf is a value reached through dict keys (``agent.x``, ``objects.apple 1.in``); lists stay
+whole: a list of at most 4 numbers is a *vector*, any other list a *collection* (of cells, of
+objects); a key whose value is a dict in some states and not in others is one leaf. Numbers of
+one dict that one action changes (a position kept as ``x`` and ``y``) are also read as one vector
+(a *joint* leaf), so that a move is learned as a vector and blocked by what is in that cell.
+"""
+
+from __future__ import annotations
+
+import ast
+import itertools
+import json
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable
+
+import numpy as np
+
+from codeworld.synthesis._repairs import merge_into_parent
+from codeworld.synthesis.types import Request
+from codeworld.worlds.objects._states import FUNCTIONS, normalize_state
+
+if TYPE_CHECKING:
+    from codeworld.worlds.objects._prompting import PromptContext
+
+Path = tuple[str, ...]
+
+# the longest decision list of one change (past it, the rest of the rows take the majority)
+MAX_RULES = 8
+# a leaf whose value took more distinct values than this is not tested value by value
+MAX_VALUES = 12
+
+
+# ------------------------------------------------------------------------- leaves and kinds
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _is_vector(value: Any) -> bool:
+    return isinstance(value, list) and 1 <= len(value) <= 4 and all(_number(v) for v in value)
+
+
+def _dict_paths(states: list[dict]) -> set[Path]:
+    """The paths whose value is a non-empty dict in every state that has them (walked into)."""
+    seen: dict[Path, bool] = {}
+
+    def walk(value: Any, path: Path) -> None:
+        is_dict = isinstance(value, dict) and bool(value)
+        seen[path] = seen.get(path, True) and is_dict
+        if is_dict:
+            for key, item in value.items():
+                walk(item, path + (key,))
+
+    for state in states:
+        walk(state, ())
+    return {p for p, always in seen.items() if always}
+
+
+def _leaves(state: Any, dicts: set[Path], path: Path = ()) -> dict[Path, Any]:
+    if path in dicts and isinstance(state, dict):
+        out: dict[Path, Any] = {}
+        for key, value in state.items():
+            out.update(_leaves(value, dicts, path + (key,)))
+        return out
+    return {path: state}
+
+
+def leaves_of(states: list[dict]) -> list[dict[Path, Any]]:
+    """Each state's leaves (path of keys -> value), the paths walked the same way in all."""
+    states = [normalize_state(s) for s in states]
+    dicts = _dict_paths(states)
+    return [_leaves(s, dicts) for s in states]
+
+
+def is_collection(value: Any) -> bool:
+    """A list that is not a vector (of cells, of objects, of names)."""
+    return isinstance(value, list) and not _is_vector(value)
+
+
+def _kind(values: list[Any]) -> str:
+    """``number``, ``vector``, ``collection`` or ``value`` (anything else, compared whole)."""
+    present = [v for v in values if v is not None]
+    if present and all(_number(v) for v in present):
+        return "number"
+    if present and all(_is_vector(v) for v in present) and len({len(v) for v in present}) == 1:
+        return "vector"
+    if present and all(isinstance(v, list) for v in present):
+        return "collection"
+    return "value"
+
+
+def _key(value: Any) -> str:
+    return json.dumps(value, sort_keys=True)
+
+
+def _add(a: Any, b: Any) -> Any:
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        return [x + y for x, y in zip(a, b)]
+    if _number(a) and _number(b):
+        return a + b
+    return None
+
+
+def _sub(a: Any, b: Any) -> Any:
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        return [x - y for x, y in zip(a, b)]
+    if _number(a) and _number(b):
+        return a - b
+    return None
+
+
+def _scale(k: int, d: Any) -> Any:
+    return [k * v for v in d] if isinstance(d, list) else k * d
+
+
+def _canon(value: Any) -> Any:
+    return normalize_state(value)
+
+
+def _path_code(path: Path) -> str:
+    return ", ".join(repr(k) for k in path)
+
+
+# the last key of a joint leaf (numbers of one dict read as a vector, such as a position kept as
+# "x" and "y"): a character no key of a JSON state has in practice, then the numbers' keys
+JOINT = "\x00"
+
+
+def _parts(path: Path) -> list[Path] | None:
+    """The paths of a joint leaf's numbers; None for an ordinary leaf."""
+    if not path or not path[-1].startswith(JOINT):
+        return None
+    return [path[:-1] + (key,) for key in path[-1][1:].split(JOINT)]
+
+
+def _get_code(path: Path, name: str = "state") -> str:
+    parts = _parts(path)
+    if parts is not None:
+        return "[" + ", ".join(_get_code(p, name) for p in parts) + "]"
+    return f"_get({name}, {_path_code(path)})" if path else name
+
+
+def _joints(befores: list[dict], afters: list[dict], actions: list[int], kinds: dict[Path, str]
+            ) -> list[Path]:
+    """The joint leaves: the numbers of one dict that one action changes (in one step or in
+    different ones), such as a position kept as "x" and "y" that a move forward changes."""
+    changed: dict[tuple[int, Path], set[str]] = defaultdict(set)
+    for before, after, action in zip(befores, afters, actions):
+        for path, value in after.items():
+            if path and kinds.get(path) == "number" and before.get(path) != value:
+                changed[(action, path[:-1])].add(path[-1])
+    groups = {(parent, tuple(sorted(keys))) for (_, parent), keys in changed.items() if len(keys) > 1}
+    return sorted(parent + (JOINT + JOINT.join(keys),) for parent, keys in groups)
+
+
+def _with_joints(leaves: dict[Path, Any], joints: list[Path]) -> dict[Path, Any]:
+    out = dict(leaves)
+    for joint in joints:
+        out[joint] = [leaves.get(p) for p in _parts(joint)]
+    return out
+
+
+def _literal(value: Any) -> str:
+    return repr(value)
+
+
+# --------------------------------------------------------------- the generated program's helpers
+
+# the first line of the rule model's ``reward`` before any step got reward
+NO_REWARD_YET = "    # no recorded step has completed a mission yet\n"
+
+
+def written_reward(program: str) -> bool:
+    """Whether a program's ``reward`` is not the rule model's one of before any success (the LLM
+    wrote it)."""
+    return f"def reward(state, action, next_state, mission):\n{NO_REWARD_YET}" not in program
+
+
+HELPERS = '''\
+import copy
+
+
+def _get(state, *path):
+    """The value at a path of keys; None where the state has no such key."""
+    for key in path:
+        if not isinstance(state, dict) or key not in state:
+            return None
+        state = state[key]
+    return state
+
+
+def _put(state, value, *path):
+    """Set the value at a path of keys the state has."""
+    for key in path[:-1]:
+        if not isinstance(state, dict) or key not in state:
+            return
+        state = state[key]
+    if isinstance(state, dict) and path[-1] in state:
+        state[path[-1]] = value
+
+
+def _put_each(state, values, paths):
+    """Set each path of keys to the value in the same place of ``values``."""
+    for value, path in zip(values, paths):
+        _put(state, value, *path)
+
+
+def _add(a, b):
+    """A number plus a number, or a vector plus a vector (lists of numbers)."""
+    if isinstance(a, list) and isinstance(b, list):
+        return [x + y for x, y in zip(a, b)]
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return a + b
+    return None
+
+
+def _in(item, items):
+    return isinstance(items, list) and item in items
+
+
+def _same(a, b):
+    """Equal, with lists of cells or objects compared in any order."""
+    if (isinstance(a, list) and isinstance(b, list)
+            and all(isinstance(x, (list, dict)) for x in a + b)):
+        return sorted(map(repr, a)) == sorted(map(repr, b))
+    return a == b
+
+
+def _without(items, item):
+    out = list(items or [])
+    if item in out:
+        out.remove(item)
+    return out
+
+
+def _with(items, item):
+    return list(items or []) + [item]
+
+
+def _moved(items, item, delta):
+    return [_add(x, delta) if x == item else x for x in (items or [])]
+
+
+def _ahead(position, table, key):
+    """The cell ``table[key]`` away from ``position`` (None where the table has no such key)."""
+    step = table.get(key)
+    return None if step is None else _add(position, step)
+
+
+def _on(item, keys, cell):
+    return (isinstance(item, dict) and cell is not None
+            and [item.get(k) for k in keys] == list(cell))
+
+
+def _at(items, keys, cell):
+    """The element of ``items`` (dicts) that stands on ``cell`` (its values at ``keys``)."""
+    return next((item for item in items or [] if _on(item, keys, cell)), None)
+
+
+def _bare(item, keys):
+    """An element without its position (what leaves the grid when it is picked up)."""
+    return None if not isinstance(item, dict) else {k: v for k, v in item.items() if k not in keys}
+
+
+def _changed_at(items, keys, cell, sets, flips):
+    """``items`` with the element on ``cell`` given the values ``sets`` and its booleans at
+    ``flips`` negated."""
+    return [{**item, **sets, **{k: not item.get(k) for k in flips}} if _on(item, keys, cell)
+            else item for item in items or []]
+
+
+def _put_down(items, item, keys, cell):
+    """``items`` with ``item`` (a dict) added, standing on ``cell`` (unchanged without one)."""
+    if not isinstance(item, dict) or cell is None:
+        return list(items or [])
+    return list(items or []) + [{**item, **dict(zip(keys, cell))}]
+
+
+def _eq(a, b):
+    return a is not None and a == b
+'''
+
+# the helpers, run here too: what a change or a feature computes is what its code computes
+_HELP: dict[str, Any] = {}
+exec(compile(HELPERS, "<rule model helpers>", "exec"), _HELP)  # noqa: S102 - our own code
+
+
+# ------------------------------------------------------------------- headings and cells in front
+
+
+@dataclass(frozen=True)
+class Pointer:
+    """A cell the state points at: a position plus the step a table keyed by another leaf gives
+    (the cell in front of the agent: where "forward" would take it), learned from the data."""
+
+    position: Path
+    key: Path
+    table: tuple[tuple[Any, Any], ...]  # (value of the key leaf, step), sorted
+
+    def code(self, name: str = "state") -> str:
+        table = "{" + ", ".join(f"{_literal(k)}: {_literal(v)}" for k, v in self.table) + "}"
+        return f"_ahead({_get_code(self.position, name)}, {table}, {_get_code(self.key, name)})"
+
+    def __call__(self, leaves: dict) -> Any:
+        return _HELP["_ahead"](leaves.get(self.position), dict(self.table), leaves.get(self.key))
+
+
+@dataclass(frozen=True)
+class Located:
+    """A list of dicts whose elements stand on cells: the keys of an element's position."""
+
+    path: Path
+    keys: tuple[str, ...]
+
+    def at_code(self, pointer: Pointer, name: str = "state") -> str:
+        return f"_at({_get_code(self.path, name)}, {self.keys!r}, {pointer.code(name)})"
+
+    def at(self, leaves: dict, pointer: Pointer) -> Any:
+        return _HELP["_at"](leaves.get(self.path), self.keys, pointer(leaves))
+
+
+@dataclass(frozen=True)
+class Space:
+    """What the data shows of cells: the pointers (cells in front) and the lists of dicts on
+    cells (`headings`, `located`)."""
+
+    pointers: tuple[Pointer, ...] = ()
+    located: tuple[Located, ...] = ()
+
+
+def headings(befores: list[dict], afters: list[dict], kinds: dict[Path, str]) -> list[Pointer]:
+    """The vectors that every change of theirs moves by a step a number leaf determines (a
+    position moved by the step of its direction): over every action's rows, each value of the
+    number leaf goes with one step, and at least two steps differ."""
+    out = []
+    numbers = [p for p, k in sorted(kinds.items()) if k == "number"]
+    for position, kind in sorted(kinds.items()):
+        if kind != "vector":
+            continue
+        parts = _parts(position) or []
+        for key in numbers:
+            if key in parts:
+                continue
+            table: dict[Any, Any] = {}
+            for before, after in zip(befores, afters):
+                step = _sub(after.get(position), before.get(position))
+                if step is None or not any(step):
+                    continue
+                value = before.get(key)
+                if table.setdefault(value, step) != step:
+                    table = {}
+                    break
+            if len({_key(v) for v in table.values()}) >= 2 and None not in table:
+                out.append(Pointer(position, key, tuple(sorted(table.items()))))
+    return out
+
+
+def located(rows: list[dict], kinds: dict[Path, str], pointers: list[Pointer]) -> list[Located]:
+    """The lists of dicts whose every element has a number at each key of a pointer's position
+    (``x`` and ``y`` of the agent's joint position: the elements' ``x`` and ``y``)."""
+    out = []
+    for path, kind in sorted(kinds.items()):
+        if kind != "collection":
+            continue
+        items = [item for r in rows for item in (r.get(path) or [])]
+        if not items or not all(isinstance(item, dict) for item in items):
+            continue
+        for keys in dict.fromkeys(tuple(p[-1] for p in _parts(q.position) or [q.position])
+                                  for q in pointers):
+            if all(all(_number(item.get(k)) for k in keys) for item in items):
+                out.append(Located(path, keys))
+    return out
+
+
+def _space_features(rows: list[dict], kinds: dict[Path, str], name: str, space: Space
+                    ) -> list[Feature]:
+    """Tests on the cells in front: in a list of cells; holding an element of a list of dicts;
+    that element's fields' values, and their equality with a dict leaf's same field."""
+    out = []
+    dict_leaves = [p for p, k in sorted(kinds.items()) if k == "value"
+                   and any(isinstance(r.get(p), dict) for r in rows)]
+    for pointer in space.pointers:
+        here = pointer.code(name)
+        for c, kind in sorted(kinds.items()):
+            if kind == "collection" and any(_is_vector(v) for r in rows for v in r.get(c) or []):
+                out.append(Feature(f"_in({here}, {_get_code(c, name)})",
+                                   lambda r, c=c, p=pointer: _in_list(p(r), r.get(c))))
+        for where in space.located:
+            at = where.at_code(pointer, name)
+            out.append(Feature(f"{at} is not None",
+                               lambda r, w=where, p=pointer: w.at(r, p) is not None))
+            found = [w for w in (where.at(r, pointer) for r in rows) if isinstance(w, dict)]
+            fields = sorted({f for item in found for f in item} - set(where.keys))
+            for f in fields:
+                values = {_key(item.get(f)): item.get(f) for item in found}
+                if len(values) <= MAX_VALUES:
+                    for text, value in sorted(values.items()):
+                        out.append(Feature(
+                            f"_get({at}, {f!r}) == {_literal(value)}",
+                            lambda r, w=where, p=pointer, f=f, t=text:
+                                _key(_HELP["_get"](w.at(r, p), f)) == t))
+                for leaf in dict_leaves:
+                    out.append(Feature(
+                        f"_eq(_get({at}, {f!r}), _get({_get_code(leaf, name)}, {f!r}))",
+                        lambda r, w=where, p=pointer, f=f, leaf=leaf: _HELP["_eq"](
+                            _HELP["_get"](w.at(r, p), f), _HELP["_get"](r.get(leaf), f))))
+    return out
+
+
+# ---------------------------------------------------------------------------------- features
+
+
+@dataclass(frozen=True)
+class Feature:
+    """A test on a state: its code (an expression over ``state``) and how to compute it here."""
+
+    code: str
+    test: Callable[[dict], bool]
+
+    def __call__(self, leaves: dict) -> bool:
+        try:
+            return bool(self.test(leaves))
+        except Exception:  # noqa: BLE001 - a feature that cannot be computed is false
+            return False
+
+
+def _value_features(rows: list[dict], kinds: dict[Path, str], name: str, vectors: bool
+                    ) -> list[Feature]:
+    out = []
+    for path, kind in sorted(kinds.items()):
+        if kind == "collection" or (kind == "vector" and not vectors):
+            continue
+        values = {_key(r.get(path)): r.get(path) for r in rows}
+        if len(values) < 2 or len(values) > MAX_VALUES:
+            continue
+        for text, value in sorted(values.items()):
+            out.append(Feature(f"{_get_code(path, name)} == {_literal(value)}",
+                               lambda r, p=path, t=text: _key(r.get(p)) == t))
+    return out
+
+
+def _relational_features(rows: list[dict], kinds: dict[Path, str], name: str,
+                         deltas: list[Any]) -> list[Feature]:
+    out = []
+    paths = sorted(kinds)
+    # numbers are left out of the relations: small numbers match by chance (``x == dir``,
+    # ``dir + height == width``); positions and moves are vectors (a joint leaf for "x" and "y")
+    related = [p for p in paths if kinds[p] != "number"]
+    # the equality of two leaves of one kind (lists compared as sets)
+    for i, a in enumerate(related):
+        for b in related[i + 1:]:
+            if kinds[a] != kinds[b]:
+                continue
+            out.append(Feature(f"_same({_get_code(a, name)}, {_get_code(b, name)})",
+                               lambda r, a=a, b=b: _canon(r.get(a)) == _canon(r.get(b))))
+    # a leaf plus another leaf equal to a third (numbers, or vectors)
+    numeric = [p for p in related if kinds[p] == "vector"]
+    if len(numeric) <= 8:
+        for a in numeric:
+            for b in numeric:
+                for c in numeric:
+                    if a <= b and len({a, b, c}) == 3 and kinds[a] == kinds[b] == kinds[c]:
+                        out.append(Feature(
+                            f"_add({_get_code(a, name)}, {_get_code(b, name)}) == {_get_code(c, name)}",
+                            lambda r, a=a, b=b, c=c: _add(r.get(a), r.get(b)) == r.get(c)))
+    # a leaf (plus k times a vector the action moves things by) in a list
+    collections = [p for p in paths if kinds[p] == "collection"]
+    for c in collections:
+        for a in paths:
+            if a == c or kinds[a] == "collection":
+                continue
+            out.append(Feature(f"_in({_get_code(a, name)}, {_get_code(c, name)})",
+                               lambda r, a=a, c=c: _in_list(r.get(a), r.get(c))))
+            if kinds[a] not in ("vector", "number"):
+                continue
+            for d in deltas:
+                for k in (1, 2):
+                    step = _scale(k, d)
+                    if not _fits(kinds[a], step):
+                        continue
+                    out.append(Feature(
+                        f"_in(_add({_get_code(a, name)}, {_literal(step)}), {_get_code(c, name)})",
+                        lambda r, a=a, c=c, s=step: _in_list(_add(r.get(a), s), r.get(c))))
+    return out
+
+
+def _fits(kind: str, step: Any) -> bool:
+    """Whether a leaf of ``kind`` can be moved by ``step`` (a vector by a vector, a number by a
+    number)."""
+    return (kind == "vector") == isinstance(step, list)
+
+
+def _features(rows: list[dict], kinds: dict[Path, str], name: str, deltas: list[Any],
+              vectors: bool = True, space: Space = Space()) -> tuple[list[Feature], list[list[bool]]]:
+    """The informative features of ``rows`` in the order ties are broken: the cells in front
+    first, then relations, then one leaf's value (of a vector only with ``vectors``: a move's
+    condition is where the walls are, not where the agent is)."""
+    return _informative(_space_features(rows, kinds, name, space)
+                        + _relational_features(rows, kinds, name, deltas)
+                        + _value_features(rows, kinds, name, vectors), rows)
+
+
+def _in_list(item: Any, items: Any) -> bool:
+    return item is not None and isinstance(items, list) and item in items
+
+
+def _informative(features: list[Feature], rows: list[dict]) -> tuple[list[Feature], list[list[bool]]]:
+    """The features that are true on some rows and false on others, and their values per row;
+    of features with the same values on every row, the first (relational ones come first)."""
+    kept, columns, seen = [], [], set()
+    for f in features:
+        column = [f(r) for r in rows]
+        signature = tuple(column)
+        if all(column) or not any(column) or signature in seen:
+            continue
+        seen.add(signature)
+        kept.append(f)
+        columns.append(column)
+    return kept, columns
+
+
+# ----------------------------------------------------------------------------- decision lists
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One line of a decision list: when every feature has its polarity, the label is ``label``."""
+
+    literals: tuple[tuple[Feature, bool], ...]
+    label: int
+
+    def condition(self) -> str:
+        return " and ".join(f.code if polarity else _not(f.code) for f, polarity in self.literals)
+
+    def negated(self) -> str:
+        """The condition's negation, as code."""
+        if len(self.literals) == 1:
+            f, polarity = self.literals[0]
+            return _not(f.code) if polarity else f.code
+        return f"not ({self.condition()})"
+
+
+def _not(code: str) -> str:
+    """A test's negation, as code (``x is None`` for ``x is not None``)."""
+    if code.endswith(" is not None"):
+        return code[:-len(" is not None")] + " is None"
+    return f"not {code}"
+
+
+def _pure_best(cover: np.ndarray, y: np.ndarray, n_remaining: int) -> tuple[int, int] | None:
+    """Of the rows of ``cover`` (candidate tests over the remaining rows), the one that takes
+    the most rows, all of one label, but not all rows: (its index, its count); None if none."""
+    counts = cover.sum(axis=1)
+    pure = np.zeros(len(cover), dtype=bool)
+    for label in np.unique(y):
+        pure |= (cover & (y == label)).sum(axis=1) == counts
+    ok = pure & (counts > 0) & (counts < n_remaining)
+    if not ok.any():
+        return None
+    index = int(np.argmax(np.where(ok, counts, -1)))  # the first of the largest
+    return index, int(counts[index])
+
+
+def decision_list(labels: list[int], features: list[Feature], columns: list[list[bool]]
+                  ) -> tuple[list[Rule], int]:
+    """A decision list that gives each row its label: rules in order, then a default.
+
+    Greedy: among the rows no earlier rule took, the literal (a feature or its negation) whose
+    rows all have one label and that takes the most of them (the first in `features`' order on
+    ties); where no literal is pure, the pure conjunction of two literals that takes the most.
+    When none is pure, or after `MAX_RULES`, the rest get their most common label.
+    """
+    y = np.array(labels)
+    remaining = np.ones(len(labels), dtype=bool)
+    rules: list[Rule] = []
+    if features:
+        x = np.array(columns, dtype=bool)
+        literals = np.empty((2 * len(features), len(labels)), dtype=bool)
+        literals[0::2], literals[1::2] = x, ~x  # literal i: feature i // 2, negated for odd i
+
+    def literal(i: int) -> tuple[Feature, bool]:
+        return features[i // 2], i % 2 == 0
+
+    while features and remaining.any() and len(rules) < MAX_RULES:
+        left = y[remaining]
+        if len(np.unique(left)) == 1:
+            break
+        rows = literals[:, remaining]
+        best = _pure_best(rows, left, len(left))
+        chosen: tuple[int, ...] = ()
+        if best is not None:
+            chosen, taken = (best[0],), best[1]
+        else:
+            taken = 0
+            for i in range(len(rows) - 1):
+                pair = _pure_best(rows[i] & rows[i + 1:], left, len(left))
+                if pair is not None and pair[1] > taken and i // 2 != (i + 1 + pair[0]) // 2:
+                    chosen, taken = (i, i + 1 + pair[0]), pair[1]
+        if not chosen:
+            break
+        mask = np.logical_and.reduce([literals[i] for i in chosen]) & remaining
+        rules.append(Rule(tuple(literal(i) for i in chosen), int(y[mask][0])))
+        remaining &= ~mask
+    counts = Counter(y[remaining].tolist() if remaining.any() else labels)
+    default = min(counts, key=lambda label: (-counts[label], label))
+    return rules, default
+
+
+# ---------------------------------------------------------------------------------- changes
+
+
+@dataclass(frozen=True)
+class Change:
+    """How one leaf's new value is made from the state before: its code and its value here."""
+
+    code: str  # an expression over ``state`` ("" for "keep": nothing is written)
+    compute: Callable[[dict], Any]
+    rank: int  # simpler changes first on ties
+
+    def __call__(self, leaves: dict) -> Any:
+        try:
+            return self.compute(leaves)
+        except Exception:  # noqa: BLE001
+            return _NOTHING
+
+
+_NOTHING = object()  # a change that does not apply to a row
+
+
+def _keep(path: Path) -> Change:
+    return Change("", lambda r: r.get(path), 0)
+
+
+def _candidates(path: Path, kind: str, rows: list[tuple[dict, Any]], kinds: dict[Path, str],
+                deltas: list[Any], space: Space = Space()) -> list[Change]:
+    """The changes of ``path`` that explain at least one row where it changed."""
+    out: dict[str, Change] = {}
+    here = _get_code(path)
+    others = [p for p in sorted(kinds) if p != path]
+    for before, after in rows:
+        old = before.get(path)
+        if _canon(old) == _canon(after):
+            continue
+        out.setdefault(f"set {_key(after)}", Change(_literal(after), lambda r, v=after: v, 1))
+        for other in others:
+            if _canon(before.get(other)) == _canon(after):
+                out.setdefault(f"copy {other}", Change(_get_code(other),
+                                                       lambda r, o=other: r.get(o), 2))
+        if isinstance(old, bool) and after is (not old):
+            out.setdefault("negate", Change(f"not {here}", lambda r: not r.get(path), 2))
+        delta = _sub(after, old) if kind in ("number", "vector") else None
+        if delta is not None:
+            out.setdefault(f"add {_key(delta)}", Change(f"_add({here}, {_literal(delta)})",
+                                                        lambda r, d=delta: _add(r.get(path), d), 2))
+            for other in others:
+                if kinds[other] == kind and before.get(other) == delta:
+                    out.setdefault(f"add {other}", Change(
+                        f"_add({here}, {_get_code(other)})",
+                        lambda r, o=other: _add(r.get(path), r.get(o)), 3))
+        if kind == "collection" and isinstance(old, list) and isinstance(after, list):
+            for key, change in _collection_changes(path, old, after, before, kinds, deltas):
+                out.setdefault(key, change)
+        for key, change in _space_changes(path, old, after, before, space):
+            out.setdefault(key, change)
+    return list(out.values())
+
+
+def _space_changes(path: Path, old: Any, new: Any, before: dict, space: Space):
+    """The changes through the cells in front: a position moved to its cell in front; a list of
+    dicts without the element there, or with some of its fields changed, or with a dict leaf
+    put down there; a leaf that becomes that element without its position (picked up)."""
+    for pointer in space.pointers:
+        if pointer.position == path and _canon(pointer(before)) == _canon(new):
+            yield f"ahead {pointer.code()}", Change(pointer.code(), pointer, 2)
+        for where in space.located:
+            item = where.at(before, pointer)
+            if not isinstance(item, dict):
+                if where.path == path and isinstance(new, list):
+                    yield from _put_downs(path, old, new, before, pointer, where)
+                continue
+            at = where.at_code(pointer)
+            if _canon(_HELP["_bare"](item, where.keys)) == _canon(new):
+                yield f"bare {at}", Change(f"_bare({at}, {where.keys!r})",
+                                           lambda r, w=where, p=pointer: _HELP["_bare"](
+                                               w.at(r, p), w.keys), 3)
+            if where.path != path or not isinstance(new, list):
+                continue
+            here = _get_code(path)
+            rest = list(old)
+            rest.remove(item)
+            if _canon(rest) == _canon(new):
+                yield f"remove {at}", Change(f"_without({here}, {at})",
+                                             lambda r, w=where, p=pointer: _HELP["_without"](
+                                                 r.get(w.path), w.at(r, p)), 3)
+                continue
+            added = [x for x in new if isinstance(x, dict) and _HELP["_on"](
+                x, where.keys, pointer(before))]
+            if len(added) != 1 or _canon(rest + added) != _canon(new):
+                continue
+            fields = sorted(f for f in set(item) | set(added[0]) if item.get(f) != added[0].get(f))
+            flippable = [f for f in fields if isinstance(item.get(f), bool)
+                         and added[0].get(f) is (not item.get(f))]
+            for n in range(len(flippable) + 1):
+                for flips in itertools.combinations(flippable, n):
+                    sets = {f: added[0].get(f) for f in fields if f not in flips}
+                    yield (f"change {at} {_key(sets)} {_key(flips)}", Change(
+                        f"_changed_at({here}, {where.keys!r}, {pointer.code()}, {sets!r}, "
+                        f"{list(flips)!r})",
+                        lambda r, w=where, p=pointer, sets=sets, flips=list(flips):
+                            _HELP["_changed_at"](r.get(w.path), w.keys, p(r), sets, flips), 3))
+
+
+def _put_downs(path: Path, old: Any, new: list, before: dict, pointer: Pointer, where: Located):
+    """A dict leaf (what is carried) put down on the empty cell in front."""
+    cell = pointer(before)
+    for leaf, value in sorted(before.items()):
+        if (leaf != path and isinstance(value, dict)
+                and _canon(_HELP["_put_down"](old, value, where.keys, cell)) == _canon(new)):
+            yield f"put down {leaf}", Change(
+                f"_put_down({_get_code(path)}, {_get_code(leaf)}, {where.keys!r}, "
+                f"{pointer.code()})",
+                lambda r, w=where, p=pointer, leaf=leaf: _HELP["_put_down"](
+                    r.get(w.path), r.get(leaf), w.keys, p(r)), 3)
+
+
+def _collection_changes(path: Path, old: list, new: list, before: dict, kinds: dict[Path, str],
+                        deltas: list[Any]):
+    """Removing, inserting or moving one element that a leaf (plus a multiple of a vector the
+    action moves things by) names."""
+    a, b = Counter(_key(v) for v in old), Counter(_key(v) for v in new)
+    gone = [json.loads(k) for k in (a - b).elements()]
+    added = [json.loads(k) for k in (b - a).elements()]
+    here = _get_code(path)
+    pointers = []  # (code, compute, value here) of the expressions that can name an element
+    for other in sorted(kinds):
+        if other == path or kinds[other] == "collection":
+            continue
+        pointers.append((_get_code(other), lambda r, o=other: r.get(o), before.get(other)))
+        if kinds[other] in ("vector", "number"):
+            for d in deltas:
+                for k in (1, 2):
+                    step = _scale(k, d)
+                    value = _add(before.get(other), step)
+                    if value is not None:
+                        pointers.append((f"_add({_get_code(other)}, {_literal(step)})",
+                                         lambda r, o=other, s=step: _add(r.get(o), s), value))
+    if len(gone) == 1 and not added:
+        for code, compute, value in pointers:
+            if value == gone[0]:
+                yield f"remove {code}", Change(f"_without({here}, {code})",
+                                               lambda r, c=compute: _remove(r.get(path), c(r)), 4)
+    if len(added) == 1 and not gone:
+        for code, compute, value in pointers:
+            if value == added[0]:
+                yield f"insert {code}", Change(f"_with({here}, {code})",
+                                               lambda r, c=compute: list(r.get(path) or []) + [c(r)], 4)
+    if len(gone) == 1 and len(added) == 1:
+        delta = _sub(added[0], gone[0])
+        if delta is not None:
+            for code, compute, value in pointers:
+                if value == gone[0]:
+                    yield f"move {code} {_key(delta)}", Change(
+                        f"_moved({here}, {code}, {_literal(delta)})",
+                        lambda r, c=compute, d=delta: [_add(x, d) if x == c(r) else x
+                                                       for x in (r.get(path) or [])], 4)
+
+
+def _remove(items: Any, item: Any) -> list:
+    out = list(items or [])
+    if item in out:
+        out.remove(item)
+    return out
+
+
+@dataclass
+class LeafRule:
+    """What one action does to one leaf: changes under a decision list (label -1: keep)."""
+
+    path: Path
+    changes: list[Change]
+    rules: list[Rule]
+    default: int
+
+    def _statement(self, label: int) -> str:
+        if label < 0:
+            return "pass"
+        parts = _parts(self.path)
+        if parts is not None:
+            where = ", ".join(f"({_path_code(p)},)" for p in parts)
+            return f"_put_each(new, {self.changes[label].code}, [{where}])"
+        return f"_put(new, {self.changes[label].code}, {_path_code(self.path)})"
+
+    def code(self, indent: str) -> list[str]:
+        parts = _parts(self.path)
+        name = ".".join(self.path) if parts is None else " and ".join(".".join(p) for p in parts)
+        lines = [f"{indent}# {name}"]
+        if not self.rules:
+            return lines + [f"{indent}{self._statement(self.default)}"] if self.default >= 0 else []
+        if len(self.rules) == 1 and self.rules[0].label < 0 <= self.default:  # one write: its test
+            return lines + [f"{indent}if {self.rules[0].negated()}:",
+                            f"{indent}    {self._statement(self.default)}"]
+        for i, rule in enumerate(self.rules):
+            lines.append(f"{indent}{'if' if i == 0 else 'elif'} {rule.condition()}:")
+            lines.append(f"{indent}    {self._statement(rule.label)}")
+        if self.default >= 0:
+            lines += [f"{indent}else:", f"{indent}    {self._statement(self.default)}"]
+        return lines
+
+
+def _cover(rows: list[tuple[dict, Any]], candidates: list[Change]) -> tuple[list[Change], list[int]]:
+    """The fewest changes (greedy, most rows first) that explain every row, and each row's label
+    (-1: the leaf kept its value; else the first chosen change that explains it)."""
+    explains = [[_canon(c(before)) == _canon(after) if c(before) is not _NOTHING else False
+                 for before, after in rows] for c in candidates]
+    chosen: list[int] = []
+    covered = [False] * len(rows)
+    while not all(covered):
+        best = max(range(len(candidates)), key=lambda c: (
+            sum(1 for i, e in enumerate(explains[c]) if e and not covered[i]), -candidates[c].rank, -c))
+        gain = [i for i, e in enumerate(explains[best]) if e and not covered[i]]
+        if not gain:
+            break
+        chosen.append(best)
+        for i in gain:
+            covered[i] = True
+    labels = []
+    for i in range(len(rows)):
+        labels.append(next((k for k, c in enumerate(chosen) if explains[c][i]), -1))
+    return [candidates[c] for c in chosen], labels
+
+
+# ----------------------------------------------------------------------------------- learning
+
+
+@dataclass
+class RuleModel:
+    """A learned model: per action, the rules of each leaf it changes; the reward's rules.
+
+    Attributes:
+        transitions: action -> the leaf rules of that action, in the order of their paths.
+        reward_changes: the (reward, done) pairs the reward's decision list picks from.
+        reward_rules, reward_default: the reward's decision list (over the next state).
+        n: the transitions it was learned from.
+    """
+
+    transitions: dict[int, list[LeafRule]]
+    reward_changes: list[tuple[float, bool]]
+    reward_rules: list[Rule]
+    reward_default: int
+    n: int
+
+    def transition_code(self) -> str:
+        lines = ["def transition(state, action):",
+                 f"    # learned from {self.n} recorded transitions: per action, each part of the",
+                 "    # state it changed, how, and under which condition",
+                 "    new = copy.deepcopy(state)"]
+        first = True
+        for action in sorted(self.transitions):
+            body = [line for rule in self.transitions[action] for line in rule.code(" " * 8)]
+            if not body:
+                continue
+            lines.append(f"    {'if' if first else 'elif'} action == {action}:")
+            lines += body
+            first = False
+        lines.append("    return new")
+        return "\n".join(lines) + "\n"
+
+    def reward_code(self) -> str:
+        lines = ["def reward(state, action, next_state, mission):"]
+        if not self.reward_changes:
+            lines += [NO_REWARD_YET.rstrip("\n"),
+                      "    return 0.0, False"]
+            return "\n".join(lines) + "\n"
+
+        def result(label: int) -> str:
+            value, done = self.reward_changes[label]
+            return f"return {float(value)!r}, {bool(done)!r}"
+
+        for i, rule in enumerate(self.reward_rules):
+            lines.append(f"    {'if' if i == 0 else 'elif'} {rule.condition()}:")
+            lines.append(f"        {result(rule.label)}")
+        lines.append(f"    {result(self.reward_default)}")
+        return "\n".join(lines) + "\n"
+
+    def program(self) -> str:
+        """The whole program: helpers, ``transition``, ``reward``."""
+        return f"{HELPERS}\n\n{self.transition_code()}\n\n{self.reward_code()}"
+
+
+def _deltas(rows: list[tuple[dict, dict]], kinds: dict[Path, str]) -> list[Any]:
+    """The vectors (and numbers) by which the action moved vector (and number) leaves."""
+    found: dict[str, Any] = {}
+    for before, after in rows:
+        for path, kind in kinds.items():
+            if kind != "vector":
+                continue
+            d = _sub(after.get(path), before.get(path))
+            if d is not None and any(d):
+                found.setdefault(_key(d), d)
+    return [found[k] for k in sorted(found)][:4]
+
+
+def _kinds(rows: list[dict]) -> dict[Path, str]:
+    values: dict[Path, list[Any]] = defaultdict(list)
+    for leaves in rows:
+        for path, value in leaves.items():
+            values[path].append(value)
+    return {path: _kind(vs) for path, vs in values.items()}
+
+
+def learn_rules(transitions: list[dict]) -> RuleModel:
+    """Learn the rule model of ``transitions`` (see the module docstring)."""
+    every = leaves_of([t["state"] for t in transitions] + [t["next_state"] for t in transitions])
+    befores, afters = every[:len(transitions)], every[len(transitions):]
+    kinds = _kinds(befores + afters)
+    joints = _joints(befores, afters, [int(t["action"]) for t in transitions], kinds)
+    if joints:
+        befores = [_with_joints(b, joints) for b in befores]
+        afters = [_with_joints(a, joints) for a in afters]
+        kinds = _kinds(befores + afters)
+    joined = {p for joint in joints for p in _parts(joint)}
+    pointers = headings(befores, afters, kinds)
+    space = Space(tuple(pointers), tuple(located(befores + afters, kinds, pointers)))
+    by_action: dict[int, list[int]] = defaultdict(list)
+    for i, t in enumerate(transitions):
+        by_action[int(t["action"])].append(i)
+    model: dict[int, list[LeafRule]] = {}
+    for action, index in sorted(by_action.items()):
+        rows = [(befores[i], afters[i]) for i in index]
+        deltas = _deltas(rows, kinds)
+        changed = sorted({p for b, a in rows for p in set(a) | set(b)
+                          if _canon(a.get(p)) != _canon(b.get(p))})
+        # a number of a joint leaf is learned with the joint (one write of both numbers)
+        changed = [p for p in changed if p not in joined or not any(
+            j in changed and p in _parts(j) for j in joints)]
+        if not changed:
+            continue
+        before_rows = [b for b, _ in rows]
+        features, columns = _features(before_rows, kinds, "state", deltas, vectors=False,
+                                      space=space)
+        leaf_rules = []
+        for path in changed:
+            pairs = [(b, a.get(path)) for b, a in rows]
+            candidates = [_keep(path)] + _candidates(path, kinds[path], pairs, kinds, deltas, space)
+            chosen, labels = _cover(pairs, candidates)
+            # label the keep change -1 (nothing written), the others by their index without it
+            keep = next((k for k, c in enumerate(chosen) if c.code == ""), None)
+            writes = [c for c in chosen if c.code != ""]
+            relabel = {k: (-1 if k == keep else writes.index(c))
+                       for k, c in enumerate(chosen)}
+            labels = [relabel.get(label, -1) for label in labels]
+            rules, default = decision_list(labels, features, columns)
+            leaf_rules.append(LeafRule(path, writes, rules, default))
+        model[action] = leaf_rules
+    reward_changes, reward_rules, reward_default = _learn_reward(transitions, afters, kinds)
+    return RuleModel(model, reward_changes, reward_rules, reward_default, len(transitions))
+
+
+def _learn_reward(transitions: list[dict], afters: list[dict], kinds: dict[Path, str]
+                  ) -> tuple[list[tuple[float, bool]], list[Rule], int]:
+    """The reward's decision list over the state after the step (none before a success)."""
+    if not any(float(t["reward"]) > 0 for t in transitions):
+        return [], [], 0
+    outcomes = [(float(t["reward"]), bool(t["done"])) for t in transitions]
+    changes = sorted(set(outcomes), key=lambda o: (-outcomes.count(o), o))
+    labels = [changes.index(o) for o in outcomes]
+    features, columns = _features(afters, kinds, "next_state", [])
+    rules, default = decision_list(labels, features, columns)
+    return changes, rules, default
+
+
+def rule_program(transitions: list[dict]) -> str:
+    """The program of the rule model learned from ``transitions`` (`learn_rules`)."""
+    return learn_rules(transitions).program()
+
+
+_HELPER_NAMES = {n.name for n in ast.parse(HELPERS).body if isinstance(n, ast.FunctionDef)}
+
+
+def with_reward(base: str, answer: str) -> str | None:
+    """``base`` with its ``reward`` (and any helper the answer defines) taken from ``answer``;
+    an answer's own ``transition``, and its versions of the rule model's helpers, are ignored. None when the answer does not parse or defines
+    no ``reward``."""
+    try:
+        tree = ast.parse(answer)
+    except SyntaxError:
+        return None
+    if not any(isinstance(n, ast.FunctionDef) and n.name == "reward" for n in tree.body):
+        return None
+    lines = answer.splitlines(keepends=True)
+    kept = []
+    for node in tree.body:  # the transition and the rule model's helpers stay the base's
+        if isinstance(node, ast.FunctionDef) and node.name in _HELPER_NAMES | {"transition"}:
+            continue
+        first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+        kept.append("".join(lines[first - 1:node.end_lineno]).rstrip("\n") + "\n")
+    merged, _ = merge_into_parent("\n\n".join(kept), base, FUNCTIONS)
+    return merged
+
+
+# ------------------------------------------------------------------------- the reward prompt
+
+
+class RewardPrompts:
+    """REx's prompt builder while no recorded step has completed a mission: every call asks only
+    for ``reward``, from the mission, the schema and the rule model's ``transition``; the answer's
+    ``reward`` is put into the rule model's program (template ``prompts/reward.txt``); an answer
+    that writes both functions is taken whole, as any answer is.
+
+    Args:
+        context: the environment and data the prompts describe
+            (`codeworld.worlds.objects._prompting.PromptContext`).
+        base: the rule model's program, whose ``transition`` every answer keeps.
+    """
+
+    def __init__(self, context: PromptContext, base: str):
+        self.context = context
+        self.base = base
+
+    def messages(self, request: Request) -> list[dict]:
+        from codeworld.worlds.objects._prompting import render_agent
+
+        c = self.context
+        actions = ", ".join(f"{i} = {n}" for i, n in enumerate(c.action_names))
+        current = ""
+        if request.program:
+            current = (f"The reward function written so far, and what is wrong with it:\n\n"
+                       f"```python\n{_function(request.program, 'reward').rstrip()}\n```\n\n"
+                       f"{request.feedback or '(no details)'}")
+        return render_agent("reward", description=c.description, actions=actions,
+                            missions=c.missions, schema=c.schema or "(see the transition below)",
+                            transition=_function(self.base, "transition").rstrip(),
+                            current=current)
+
+    def program(self, request: Request, completion_text: str) -> str | None:
+        from codeworld.llm import extract_code
+        from codeworld.llm._extract import CodeExtractionError
+        from codeworld.llm.types import prefill_of
+
+        try:
+            answer = extract_code(completion_text, prefill_of(self.messages(request)))
+        except CodeExtractionError:
+            return None
+        try:
+            defined = {n.name for n in ast.parse(answer).body if isinstance(n, ast.FunctionDef)}
+        except SyntaxError:
+            return answer  # scored as it is: the fix prompt shows the error
+        if set(FUNCTIONS) <= defined:  # a whole program: taken as it is, like any answer
+            return answer
+        return with_reward(self.base, answer)
+
+
+def _function(program: str, name: str) -> str:
+    """The text of one top-level function of a program (the whole program when it lacks it)."""
+    try:
+        tree = ast.parse(program)
+    except SyntaxError:
+        return program
+    lines = program.splitlines(keepends=True)
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == name:
+            return "".join(lines[node.lineno - 1:node.end_lineno])
+    return program
