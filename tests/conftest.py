@@ -30,6 +30,13 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         name = item.path.name
         item.add_marker(pytest.mark.xdist_group("embedded-model" if name in EMBEDDED_MODEL_FILES else name))
-    # The embedded model's files first (in their own order): the longest group starts at once
-    # instead of ending the run alone.
-    items.sort(key=lambda item: item.path.name not in EMBEDDED_MODEL_FILES)
+    # The longest groups first (the embedded model's files in their own order, then the slowest
+    # files), so that the run ends on short files on both workers, not on one long file alone.
+    items.sort(key=lambda item: _ORDER.get(item.path.name, len(_ORDER)))
+
+
+# The slowest files after the embedded model's (from `pytest --durations`, about 25-90 s each).
+SLOW_FILES = ["test_experiments_cwmb.py", "test_household.py", "test_sandbox.py", "test_train.py",
+              "test_model_loader.py", "test_report_page.py", "test_custom_envs.py", "test_plan.py",
+              "test_extending.py", "test_fitting.py"]
+_ORDER = {name: 0 for name in EMBEDDED_MODEL_FILES} | {name: 1 + i for i, name in enumerate(SLOW_FILES)}

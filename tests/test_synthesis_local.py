@@ -1,6 +1,6 @@
 """GIF-MCTS with the real embedded model on CartPole-v1, end to end, at a small budget.
 
-Two LLM calls with the 1.5B model on the CPU (answers capped at 400 tokens; the second builds on
+Two LLM calls with the 1.5B model on the CPU (answers capped at 300 tokens; the second builds on
 what the first left): the slowest test of the suite, kept because it is the path `make demo`
 takes. It checks the run, not the model's skill: the run directory is complete and the best
 report is the best program's (or the better program the finish step made from it: a composition
@@ -22,7 +22,7 @@ def test_gif_mcts_with_the_embedded_model_writes_a_complete_run(tmp_path, capsys
     status = main(["synthesize", "CartPole-v1", "--method", "gif-mcts", "--llm", "local",
                    "--budget", "2", "--seed", "0", "--out", str(out),
                    "--llm-cache-dir", str(tmp_path / "cache"),
-                   "--set", "sampling.max_tokens=400", "--set", "sampling.temperature=0.7"])
+                   "--set", "sampling.max_tokens=300", "--set", "sampling.temperature=0.7"])
     printed = capsys.readouterr().out
     assert status == 0, printed
 
