@@ -26,6 +26,11 @@ EMBEDDED_MODEL_FILES = {"test_llm_local.py", "test_synthesis_local.py", "test_ll
                         "test_llm_faults.py"}
 
 
+def pytest_configure(config):
+    # known to pytest without pytest-xdist too (the installed-wheel check runs without it)
+    config.addinivalue_line("markers", "xdist_group(name): the tests of one group share an xdist worker")
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         name = item.path.name
