@@ -8,7 +8,6 @@ import pytest
 
 from codeworld.synthesis import FIX, GENERATE, IMPROVE, GifMcts, GifMctsConfig, Outcome
 from codeworld.synthesis.fakes import FakeEvaluator, fake_program
-from codeworld.synthesis.registry import config_from_json, config_to_json
 
 EVAL = FakeEvaluator()
 C = 0.1
@@ -256,32 +255,3 @@ def test_a_run_saved_before_the_stall_limit_has_none():
     assert config_from_json(GifMctsConfig, saved).stall_limit is None
     with pytest.raises(ValueError, match="stall_limit"):
         GifMctsConfig(stall_limit=0)
-
-
-def _copying_generates(config: GifMctsConfig, calls: int = 8):
-    """A search whose every answer after the first is the first program again (a copy)."""
-    search = GifMcts(config)
-    first = fake_program(0.9, tag="first")
-    for k in range(calls):
-        [request] = search.propose(1)
-        evaluation = EVAL.evaluate(first)
-        if k:
-            evaluation.report["duplicate_of"] = 1
-        search.apply(request, Outcome(first, evaluation))
-    return search
-
-
-def test_generates_that_give_copies_twice_make_the_search_ask_something_else():
-    search = _copying_generates(GifMctsConfig(allow_improve=False))
-    first = search.nodes[1]
-    copies = [c for c in first.children if search.nodes[c].action == GENERATE and search.nodes[c].duplicate]
-    assert len(copies) == 2  # then the first program offers generate no more
-    assert GENERATE not in search.open_actions(1)
-    # the paper's rule (no limit) keeps generating at the first program
-    paper = _copying_generates(GifMctsConfig(allow_improve=False, copy_limit=None))
-    assert sum(1 for c in paper.nodes[1].children if paper.nodes[c].duplicate) > 2
-    saved = config_to_json(GifMctsConfig())
-    del saved["copy_limit"]  # a run saved before the limit keeps the paper's rule on resume
-    assert config_from_json(GifMctsConfig, saved).copy_limit is None
-    with pytest.raises(ValueError, match="copy_limit"):
-        GifMctsConfig(copy_limit=0)

@@ -34,10 +34,7 @@ The rules, as implemented here:
   (the same program as far as the score can tell), none of them offers *improve* again: asking
   again buys the same answer, and the calls go to *generate* and to other programs instead.
   (Not in the paper, whose large models rarely answer an improve with the program they were
-  shown; ``stall_limit = None`` is its rule.) In the same way, once ``copy_limit`` *generate*
-  answers at one program were copies of a program the search has already, it offers *generate*
-  no more: a small model continuing the same lines writes the same program again, and a copy's
-  high score would otherwise keep drawing the calls back there.
+  shown; ``stall_limit = None`` is its rule.)
 * **Seeds.** Programs the world wrote before the search (the data model, the floor: `Seed`)
   are children of the root, scored, never counted as calls. A seed that is a *start* is where
   the search begins: the root then writes nothing from scratch, and the seed's *generate*
@@ -90,8 +87,6 @@ class GifMctsConfig:
         stall_limit: a program offers no more *improve* once this many improvements of it, or
             of the programs linked to it by stalled improvements, left the score where it was;
             None: no limit, the paper's rule (see Stalls in the module docstring).
-        copy_limit: a program offers no more *generate* once this many of its *generate*
-            answers were copies; None: no limit, the paper's rule.
         sampling: sampling settings of every call.
         assist: scaffold, checks and repairs, error summaries (shared by every method).
     """
@@ -111,12 +106,11 @@ class GifMctsConfig:
     virtual_loss: float = 0.0
     perfect_tolerance: float = 1e-6
     stall_limit: int | None = 2
-    copy_limit: int | None = 2
     sampling: SamplingConfig = field(default_factory=SamplingConfig)
     assist: AssistConfig = field(default_factory=AssistConfig)
 
     # What a saved config without these (older) fields was made with.
-    ABSENT_IN_OLDER_RUNS: ClassVar[dict] = {"stall_limit": None, "copy_limit": None}
+    ABSENT_IN_OLDER_RUNS: ClassVar[dict] = {"stall_limit": None}
 
     def __post_init__(self) -> None:
         if len(self.bug_values) != self.fix_limit + 1:
@@ -128,8 +122,6 @@ class GifMctsConfig:
             raise ValueError("lines_per_generate must be non-negative")
         if self.stall_limit is not None and self.stall_limit < 1:
             raise ValueError("stall_limit must be at least 1 (or None: no limit)")
-        if self.copy_limit is not None and self.copy_limit < 1:
-            raise ValueError("copy_limit must be at least 1 (or None: no limit)")
 
 
 # The paper's Table 6: one kind of GIF-MCTS action switched off.
@@ -307,8 +299,7 @@ class GifMcts:
                 return []
             return [FIX]
         actions = []
-        if cfg.allow_generate and (cfg.copy_limit is None
-                                   or self._generate_copies(node) < cfg.copy_limit):
+        if cfg.allow_generate:
             actions.append(GENERATE)
         if cfg.allow_improve and (cfg.stall_limit is None
                                   or self.stalls(node_id) < cfg.stall_limit):
@@ -432,16 +423,12 @@ class GifMcts:
         if not node.buggy and node.score >= 1.0 - self.config.perfect_tolerance:
             self.stopped_perfect = True
 
-    def _generate_copies(self, parent: Node) -> int:
-        """How many of the generate answers at `parent` were copies."""
-        return sum(1 for c in parent.children
-                   if self.nodes[c].action == GENERATE and self.nodes[c].duplicate)
-
     def _generate_note(self, parent: Node) -> str:
         """The note of a generate request at `parent` whose earlier generates gave copies."""
         if not self.config.assist.copies:
             return ""
-        copies = self._generate_copies(parent)
+        copies = sum(1 for c in parent.children
+                     if self.nodes[c].action == GENERATE and self.nodes[c].duplicate)
         return copies_note(copies) if copies else ""
 
     def stalled(self, node: Node) -> bool:
