@@ -221,6 +221,10 @@ def job_options(args: argparse.Namespace) -> dict:
         options["sampling"] = sampling
     if args.mode != "sound":
         options["mode"] = args.mode
+    if args.plan_set:
+        from codeworld._overrides import parse_overrides
+
+        options["planner"] = parse_overrides(args.plan_set)
     return options
 
 
@@ -569,6 +573,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                              + "; ".join(f"{p.name}: {p.summary}" for p in PROTOCOLS.values())
                              + " (random and oracle returns come from the reference table where it has them)")
     parser.add_argument("--no-plan", action="store_true", help="skip planning (no normalized return)")
+    parser.add_argument("--plan-set", action="append", default=[], metavar="FIELD=VALUE",
+                        help="a planner config field over each env's default, as codeworld plan --set "
+                             "(e.g. --plan-set support.mode=nearest); part of each job's key")
     parser.add_argument("--executor", default="local", choices=["local", "ray"],
                         help="local process pool (default) or Ray")
     parser.add_argument("--address", default=None,
@@ -601,15 +608,22 @@ def main(argv: list[str] | None = None) -> int:
 
         for method in methods:
             get_method(split_method(method)[0])
-    except KeyError as exc:
+        options = job_options(args)
+        if options.get("planner"):  # each env's planner takes the fields, before any job runs
+            from codeworld._overrides import config_with_overrides
+            from codeworld.envs import resolve_env
+            from codeworld.planning._protocol import default_config
+
+            for env in envs:
+                config_with_overrides(default_config(resolve_env(env), args.max_steps), options["planner"])
+    except (KeyError, TypeError, ValueError) as exc:
         print(f"cwmb: {exc.args[0] if exc.args else exc}", file=sys.stderr)
         return 2
     name = default_name(args)
     out = Path(args.out) if args.out else RESULTS / name
     workdir = Path(args.workdir) if args.workdir else ROOT / "runs" / name
     store = ResultsStore(out / "jobs")
-    jobs = grid(envs, methods, range(args.seeds), llm=args.llm, budget=args.budget,
-                options=job_options(args))
+    jobs = grid(envs, methods, range(args.seeds), llm=args.llm, budget=args.budget, options=options)
     command = "python benchmarks/cwmb.py " + " ".join(shlex.quote(a) for a in (
         argv if argv is not None else sys.argv[1:]))
     measured = None  # with --report-only, the tables keep the command, time and machine that ran

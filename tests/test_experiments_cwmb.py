@@ -196,3 +196,21 @@ def test_program_outcomes_name_what_became_of_each_program(tmp_path):
                                                       "problems": [{"kind": "undefined_name"}]}}) \
         == "static check: undefined_name"
     assert outcome_counts(["a", "b", "a"]) == {"a": 2, "b": 1}
+
+
+def test_a_grid_plans_with_the_planner_fields_it_was_given(script, tmp_path, capsys):
+    job = Job("RTFM-v0", "worldcoder", 0, f"scripted:{script}", 2,
+              {"episodes": 1, "max_steps": 5, "planner": {"support.mode": "range", "num_simulations": "7"}})
+    result = run_cwmb_job(job, str(tmp_path / "work"))
+    config = result["planning"]["config"]
+    assert config["support"]["mode"] == "range" and config["num_simulations"] == 7
+    # the harness passes --plan-set on to every job, and refuses a field no planner has before any
+    harness = _load_harness()
+    args = harness.parse_args(["--envs", "rtfm", "--plan-set", "support.mode=nearest"])
+    assert harness.job_options(args)["planner"] == {"support.mode": "nearest"}
+    out = tmp_path / "refused"
+    assert harness.main(["--envs", "rtfm", "--llm", f"scripted:{script}", "--plan-set", "nosuch=1",
+                         "--out", str(out), "--workdir", str(tmp_path / "w")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("cwmb: ") and "nosuch" in err and len(err.splitlines()) == 1
+    assert not out.exists()

@@ -45,6 +45,7 @@ CWMB_JOB_DEFAULTS: dict[str, Any] = {
     "episodes": 10,           # planning episodes per policy
     "max_steps": None,        # cap on steps per planning episode (None: the env's limit)
     "decision_timeout_s": DECISION_TIMEOUT_S,
+    "planner": {},            # planner config fields over the env's default, e.g. {"support.mode": "nearest"}
     "finish": {},             # FinishConfig fields after the search, e.g. {"fit_constants": False}
 }
 
@@ -173,8 +174,14 @@ def run_cwmb_job(job: Job, workdir: str) -> dict:
     if options["plan"]:
         from codeworld.planning import evaluate
 
+        planner = None
+        if options["planner"]:
+            from codeworld._overrides import config_with_overrides
+            from codeworld.planning._protocol import default_config
+
+            planner = config_with_overrides(default_config(spec, options["max_steps"]), options["planner"])
         t0 = time.perf_counter()
-        evaluation = evaluate(spec, result.program_to_plan_with, episodes=int(options["episodes"]),
+        evaluation = evaluate(spec, result.program_to_plan_with, planner, episodes=int(options["episodes"]),
                               seed=job.seed, max_steps=options["max_steps"],
                               decision_timeout_s=float(options["decision_timeout_s"]))
         out["planning"] = {**evaluation.to_dict(), "seconds": time.perf_counter() - t0}
