@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from codeworld import core_available
@@ -29,6 +31,12 @@ EMBEDDED_MODEL_FILES = {"test_llm_local.py", "test_synthesis_local.py", "test_ll
 def pytest_configure(config):
     # known to pytest without pytest-xdist too (the installed-wheel check runs without it)
     config.addinivalue_line("markers", "xdist_group(name): the tests of one group share an xdist worker")
+    # Under N workers the embedded model's server takes its share of the cores, not all of them:
+    # its threads wait for each other at every layer, so one descheduled by the other workers'
+    # tests stalls the rest (measured beside one busy core: 105 s on one thread, 118 s on two).
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if workers > 1 and "CODEWORLD_LOCAL_THREADS" not in os.environ:
+        os.environ["CODEWORLD_LOCAL_THREADS"] = str(max(1, len(os.sched_getaffinity(0)) // workers))
 
 
 def pytest_collection_modifyitems(config, items):
