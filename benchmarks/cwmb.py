@@ -610,12 +610,11 @@ def main(argv: list[str] | None = None) -> int:
             get_method(split_method(method)[0])
         options = job_options(args)
         if options.get("planner"):  # each env's planner takes the fields, before any job runs
-            from codeworld._overrides import config_with_overrides
             from codeworld.envs import resolve_env
-            from codeworld.planning._protocol import default_config
+            from codeworld.experiments._cwmb_job import planner_config
 
             for env in envs:
-                config_with_overrides(default_config(resolve_env(env), args.max_steps), options["planner"])
+                planner_config(resolve_env(env), options)
     except (KeyError, TypeError, ValueError) as exc:
         print(f"cwmb: {exc.args[0] if exc.args else exc}", file=sys.stderr)
         return 2

@@ -82,6 +82,17 @@ def job_config(job: Job, options: dict[str, Any]) -> tuple[Method, MethodConfig]
     return method, config_with_overrides(method.config_class(), overrides)
 
 
+def planner_config(spec: EnvSpec, options: dict[str, Any]):
+    """The planner config a job plans with: its ``planner`` fields over the env's default config
+    (None without them: `evaluate`'s default). Raises TypeError or ValueError on a bad field."""
+    if not options.get("planner"):
+        return None
+    from codeworld._overrides import config_with_overrides
+    from codeworld.planning._protocol import default_config
+
+    return config_with_overrides(default_config(spec, options.get("max_steps")), options["planner"])
+
+
 def score_program(env: EnvSpec | str, program: str, buffer: ReplayBuffer | str | Path | None = None,
                   timeout_s: float = PROGRAM_TIMEOUT_S,
                   split: EpisodeSplit | dict | None = None) -> dict:
@@ -174,14 +185,9 @@ def run_cwmb_job(job: Job, workdir: str) -> dict:
     if options["plan"]:
         from codeworld.planning import evaluate
 
-        planner = None
-        if options["planner"]:
-            from codeworld._overrides import config_with_overrides
-            from codeworld.planning._protocol import default_config
-
-            planner = config_with_overrides(default_config(spec, options["max_steps"]), options["planner"])
         t0 = time.perf_counter()
-        evaluation = evaluate(spec, result.program_to_plan_with, planner, episodes=int(options["episodes"]),
+        evaluation = evaluate(spec, result.program_to_plan_with, planner_config(spec, options),
+                              episodes=int(options["episodes"]),
                               seed=job.seed, max_steps=options["max_steps"],
                               decision_timeout_s=float(options["decision_timeout_s"]))
         out["planning"] = {**evaluation.to_dict(), "seconds": time.perf_counter() - t0}
