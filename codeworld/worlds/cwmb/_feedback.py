@@ -59,32 +59,30 @@ def summarize_errors(*, states: np.ndarray, actions: np.ndarray, next_states: np
     """
     if len(states) == 0:
         return ""
-    (n, d, names, states, truth, pred, err, wrong_dims, true_r, pred_r, wrong_r, true_d, pred_d,
-     wrong_d, wrong_any) = _errors(states, next_states, rewards, dones, predicted_states,
-                                   predicted_rewards, predicted_dones, names, state_atol,
-                                   state_rtol, reward_atol, reward_rtol)
-    if not wrong_any.any():
+    e = _errors(states, next_states, rewards, dones, predicted_states, predicted_rewards,
+                predicted_dones, names, state_atol, state_rtol, reward_atol, reward_rtol)
+    if not e.wrong_any.any():
         return ""
     budget = max_tokens * CHARS_PER_TOKEN
-    lines = [f"{SUMMARY_HEAD}{n} recorded transitions, the program is wrong on {int(wrong_any.sum())} "
-             f"({_pct(wrong_any.mean())})."]
+    lines = [f"{SUMMARY_HEAD}{e.n} recorded transitions, the program is wrong on "
+             f"{int(e.wrong_any.sum())} ({_pct(e.wrong_any.mean())})."]
 
     # State components, the most often wrong first, within the budget.
     component_lines = []
-    order = sorted(range(d), key=lambda j: (-wrong_dims[:, j].mean(), j))
+    order = sorted(range(e.d), key=lambda j: (-e.wrong_dims[:, j].mean(), j))
     for j in order:
-        frac = wrong_dims[:, j].mean()
+        frac = e.wrong_dims[:, j].mean()
         if frac == 0:
             continue
-        rows = wrong_dims[:, j]
-        typical = float(np.median(err[rows, j]))
-        text = (f"- {names[j]} (state[{j}]): wrong in {_pct(frac)}, typical error "
+        rows = e.wrong_dims[:, j]
+        typical = float(np.median(e.err[rows, j]))
+        text = (f"- {e.names[j]} (state[{j}]): wrong in {_pct(frac)}, typical error "
                 f"{'+' if typical > 0 else ''}{_num(typical)} (predicted minus true)")
-        kept = rows & (pred[:, j] == states[:, j]) & (truth[:, j] != states[:, j])
+        kept = rows & (e.pred[:, j] == e.states[:, j]) & (e.truth[:, j] != e.states[:, j])
         if kept.sum() >= 0.5 * rows.sum():
             text += "; mostly left unchanged where it should change"
         component_lines.append(text)
-    right_components = [names[j] for j in range(d) if wrong_dims[:, j].mean() == 0]
+    right_components = [e.names[j] for j in range(e.d) if e.wrong_dims[:, j].mean() == 0]
     if component_lines:
         lines.append("Next state, per component:")
         lines += component_lines
@@ -96,30 +94,31 @@ def summarize_errors(*, states: np.ndarray, actions: np.ndarray, next_states: np
         lines.append("Next state: always right.")
 
     # Reward.
-    if wrong_r.any():
-        distinct = np.unique(true_r)
+    if e.wrong_r.any():
+        distinct = np.unique(e.true_r)
         if len(distinct) <= 6:
-            pairs = Counter((float(t), float(p)) for t, p in zip(true_r[wrong_r], pred_r[wrong_r]))
+            pairs = Counter((float(t), float(p))
+                            for t, p in zip(e.true_r[e.wrong_r], e.pred_r[e.wrong_r]))
             shown = ", ".join(f"true {_num(t)} predicted {_num(p)}: {c}x"
                               for (t, p), c in pairs.most_common(4))
             more = "" if len(pairs) <= 4 else f", and {len(pairs) - 4} other pairs"
-            lines.append(f"Reward: wrong in {_pct(wrong_r.mean())} ({shown}{more}).")
+            lines.append(f"Reward: wrong in {_pct(e.wrong_r.mean())} ({shown}{more}).")
         else:
-            typical = float(np.median(pred_r[wrong_r] - true_r[wrong_r]))
-            lines.append(f"Reward: wrong in {_pct(wrong_r.mean())}, typical error "
+            typical = float(np.median(e.pred_r[e.wrong_r] - e.true_r[e.wrong_r]))
+            lines.append(f"Reward: wrong in {_pct(e.wrong_r.mean())}, typical error "
                          f"{'+' if typical > 0 else ''}{_num(typical)} (predicted minus true).")
     else:
         lines.append("Reward: always right.")
 
     # Done.
-    missed = int((true_d & ~pred_d).sum())
-    false_end = int((~true_d & pred_d).sum())
+    missed = int((e.true_d & ~e.pred_d).sum())
+    false_end = int((~e.true_d & e.pred_d).sum())
     if missed or false_end:
         parts = []
         if missed:
-            parts.append(f"missed {missed} of {int(true_d.sum())} terminations")
+            parts.append(f"missed {missed} of {int(e.true_d.sum())} terminations")
         if false_end:
-            parts.append(f"said done on {false_end} of {int((~true_d).sum())} steps where the "
+            parts.append(f"said done on {false_end} of {int((~e.true_d).sum())} steps where the "
                          "episode went on")
         lines.append("Done: " + "; ".join(parts) + ".")
     else:
@@ -129,23 +128,24 @@ def summarize_errors(*, states: np.ndarray, actions: np.ndarray, next_states: np
 
     # Examples: the first transition of each of the largest error groups.
     groups: dict[tuple, list[int]] = {}
-    for i in np.flatnonzero(wrong_any):
-        key = (tuple(np.flatnonzero(wrong_dims[i])), bool(wrong_r[i]), bool(wrong_d[i]))
+    for i in np.flatnonzero(e.wrong_any):
+        key = (tuple(np.flatnonzero(e.wrong_dims[i])), bool(e.wrong_r[i]), bool(e.wrong_d[i]))
         groups.setdefault(key, []).append(int(i))
     ranked = sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[1][0]))
     examples = []
     for key, rows in ranked[:max_examples]:
         i = rows[0]
-        what = [names[j] for j in key[0]] + (["reward"] if key[1] else []) + (["done"] if key[2] else [])
+        what = ([e.names[j] for j in key[0]] + (["reward"] if key[1] else [])
+                + (["done"] if key[2] else []))
         action = actions[i]
         action_text = (_num(float(np.asarray(action).reshape(-1)[0])) if discrete
                        else _vec(np.asarray(action).reshape(-1)))
         block = (f"Example ({len(rows)} transitions wrong in the same way: {', '.join(what)}):\n"
-                 f"  state {_vec(states[i])}, action {action_text}\n"
-                 f"  true:      next_state {_vec(truth[i])}, reward {_num(true_r[i])}, "
-                 f"done {str(bool(true_d[i])).lower()}\n"
-                 f"  predicted: next_state {_vec(pred[i])}, reward {_num(pred_r[i])}, "
-                 f"done {str(bool(pred_d[i])).lower()}")
+                 f"  state {_vec(e.states[i])}, action {action_text}\n"
+                 f"  true:      next_state {_vec(e.truth[i])}, reward {_num(e.true_r[i])}, "
+                 f"done {str(bool(e.true_d[i])).lower()}\n"
+                 f"  predicted: next_state {_vec(e.pred[i])}, reward {_num(e.pred_r[i])}, "
+                 f"done {str(bool(e.pred_d[i])).lower()}")
         if len(text) + len(block) + 2 > budget:
             break
         examples.append(block)
@@ -153,8 +153,40 @@ def summarize_errors(*, states: np.ndarray, actions: np.ndarray, next_states: np
     return text
 
 
+@dataclass(frozen=True)
+class _Errors:
+    """What a program gets wrong on each transition, as both summaries read it (`_errors`).
+
+    Attributes:
+        n, d: the transitions and the state's components.
+        names: one name per component (``s<i>`` where the given names do not fit).
+        states, truth, pred: the old states, the true and the predicted new states (``(n, d)``).
+        err: predicted minus true new state.
+        wrong_dims: per transition and component, outside the state tolerances.
+        true_r, pred_r, wrong_r: the true and predicted rewards, and where they differ.
+        true_d, pred_d, wrong_d: the true and predicted ends, and where they differ.
+        wrong_any: the transitions wrong in any way.
+    """
+
+    n: int
+    d: int
+    names: list
+    states: np.ndarray
+    truth: np.ndarray
+    pred: np.ndarray
+    err: np.ndarray
+    wrong_dims: np.ndarray
+    true_r: np.ndarray
+    pred_r: np.ndarray
+    wrong_r: np.ndarray
+    true_d: np.ndarray
+    pred_d: np.ndarray
+    wrong_d: np.ndarray
+    wrong_any: np.ndarray
+
+
 def _errors(states, next_states, rewards, dones, predicted_states, predicted_rewards,
-            predicted_dones, names, state_atol, state_rtol, reward_atol, reward_rtol) -> tuple:
+            predicted_dones, names, state_atol, state_rtol, reward_atol, reward_rtol) -> _Errors:
     """The arrays both summaries read: sizes, names, values, errors and what is wrong where."""
     n = len(states)
     states = np.asarray(states, dtype=np.float64).reshape(n, -1)
@@ -171,8 +203,8 @@ def _errors(states, next_states, rewards, dones, predicted_states, predicted_rew
     pred_d = np.asarray(predicted_dones, dtype=bool)
     wrong_d = true_d != pred_d
     wrong_any = wrong_dims.any(axis=1) | wrong_r | wrong_d
-    return (n, d, names, states, truth, pred, err, wrong_dims, true_r, pred_r, wrong_r, true_d,
-            pred_d, wrong_d, wrong_any)
+    return _Errors(n, d, names, states, truth, pred, err, wrong_dims, true_r, pred_r, wrong_r,
+                   true_d, pred_d, wrong_d, wrong_any)
 
 
 def _pct(fraction: float) -> str:
@@ -276,22 +308,21 @@ def targeted_errors(*, states: np.ndarray, actions: np.ndarray, next_states: np.
     """
     if len(states) == 0:
         return ""
-    (n, d, names, states, truth, pred, err, wrong_dims, true_r, pred_r, wrong_r, true_d, pred_d,
-     wrong_d, wrong_any) = _errors(states, next_states, rewards, dones, predicted_states,
-                                   predicted_rewards, predicted_dones, names, state_atol,
-                                   state_rtol, reward_atol, reward_rtol)
-    if not wrong_any.any():
+    e = _errors(states, next_states, rewards, dones, predicted_states, predicted_rewards,
+                predicted_dones, names, state_atol, state_rtol, reward_atol, reward_rtol)
+    if not e.wrong_any.any():
         return ""
     targets = targets or Targets()
     # (name, index or None, wrong rows, error per row, predicted, true), most often wrong first
-    parts = [(names[j], j, wrong_dims[:, j], err[:, j], pred[:, j], truth[:, j]) for j in range(d)]
-    parts += [(REWARD, None, wrong_r, pred_r - true_r, pred_r, true_r),
-              (DONE, None, wrong_d, np.where(true_d & ~pred_d, 2.0, 1.0) * wrong_d,
-               pred_d.astype(float), true_d.astype(float))]
+    parts = [(e.names[j], j, e.wrong_dims[:, j], e.err[:, j], e.pred[:, j], e.truth[:, j])
+             for j in range(e.d)]
+    parts += [(REWARD, None, e.wrong_r, e.pred_r - e.true_r, e.pred_r, e.true_r),
+              (DONE, None, e.wrong_d, np.where(e.true_d & ~e.pred_d, 2.0, 1.0) * e.wrong_d,
+               e.pred_d.astype(float), e.true_d.astype(float))]
     wrong = sorted((p for p in parts if p[2].any()), key=lambda p: -p[2].mean())
     right = [p[0] for p in parts if not p[2].any()]
-    lines = [f"{SUMMARY_HEAD}{n} recorded transitions (training episodes), the program is wrong on "
-             f"{int(wrong_any.sum())} ({_pct(wrong_any.mean())})."]
+    lines = [f"{SUMMARY_HEAD}{e.n} recorded transitions (training episodes), the program is "
+             f"wrong on {int(e.wrong_any.sum())} ({_pct(e.wrong_any.mean())})."]
     if right:
         shown = ", ".join(right[:12]) + (f" and {len(right) - 12} more" if len(right) > 12 else "")
         lines.append(f"Keep as is (right on every transition): {shown}.")
@@ -301,17 +332,17 @@ def targeted_errors(*, states: np.ndarray, actions: np.ndarray, next_states: np.
                  "that the description (or the physics or game it describes) gives; the answer "
                  "must differ from the program above.")
     where = f" (state[{j}])" if j is not None else ""
-    text = f"- {name}{where}: wrong on {int(rows.sum())} of {n} transitions ({_pct(rows.mean())})"
+    text = f"- {name}{where}: wrong on {int(rows.sum())} of {e.n} transitions ({_pct(rows.mean())})"
     if name != DONE:
         typical = float(np.median(error[rows]))
         text += f", typical error {'+' if typical > 0 else ''}{_num(typical)} (predicted minus true)"
         if j is not None:
-            kept = rows & (pred[:, j] == states[:, j]) & (truth[:, j] != states[:, j])
+            kept = rows & (e.pred[:, j] == e.states[:, j]) & (e.truth[:, j] != e.states[:, j])
             if kept.sum() >= 0.5 * rows.sum():
                 text += "; mostly left unchanged where it should change"
     else:
-        text += (f": missed {int((true_d & ~pred_d).sum())} of {int(true_d.sum())} ends, "
-                 f"said done on {int((~true_d & pred_d).sum())} steps that went on")
+        text += (f": missed {int((e.true_d & ~e.pred_d).sum())} of {int(e.true_d.sum())} ends, "
+                 f"said done on {int((~e.true_d & e.pred_d).sum())} steps that went on")
     lines.append(text)
     worst = np.flatnonzero(rows)[np.argsort(-np.abs(error[rows]), kind="stable")][:max_rows]
     lines.append("- its largest errors (state, action: predicted, true):")
@@ -320,7 +351,7 @@ def targeted_errors(*, states: np.ndarray, actions: np.ndarray, next_states: np.
         action_text = _num(float(action[0])) if discrete else _vec(action)
         shown = ((str(bool(predicted[i])).lower(), str(bool(true[i])).lower()) if name == DONE
                  else (_num(predicted[i]), _num(true[i])))
-        lines.append(f"  {_vec(states[i])}, {action_text}: {shown[0]}, true {shown[1]}")
+        lines.append(f"  {_vec(e.states[i])}, {action_text}: {shown[0]}, true {shown[1]}")
     for line in targets.tried.get(name, ()):
         exact = "right on every recorded transition" in line  # `Relation.line`'s words
         lines.append(("- the recorded data's rule (write it as it is): " if exact else
