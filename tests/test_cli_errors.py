@@ -223,6 +223,32 @@ def test_a_running_run_reads_running(tmp_path, capsys):
 # ------------------------------------------------------------------ a run keeps its LLM
 
 
+@pytest.mark.parametrize("argv", [
+    ["synthesize", "CartPole-v1", "--llm", "scripted:missing.json", "--out", "a/b/run"],
+    ["synthesize", "CartPole-v1", "--llm", "scripted:missing.json"],  # the default runs/...
+    ["synthesize", "--world", "objects", "sokoban:corridor", "--llm", "scripted:missing.json",
+     "--heldout", "0.5", "--out", "run"],
+])
+def test_a_run_whose_llm_cannot_be_set_up_leaves_nothing_behind(argv, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert one_line(err, "codeworld synthesize: cannot read script missing.json"), err
+    assert list(tmp_path.iterdir()) == []  # no run directory, and no folder made for it
+
+
+def test_a_refused_run_in_the_users_empty_folder_leaves_the_folder(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "keep.txt").write_text("the user's")
+    assert main(["synthesize", "CartPole-v1", "--llm", "scripted:missing.json", "--out", "mine/run"]) == 2
+    assert listing(tmp_path) == {"mine/keep.txt": b"the user's"}
+    (tmp_path / "empty").mkdir()
+    assert main(["synthesize", "CartPole-v1", "--llm", "scripted:missing.json", "--out", "empty"]) == 2
+    assert (tmp_path / "empty").is_dir() and list((tmp_path / "empty").iterdir()) == []
+
+
+
 def script(path: Path, *programs: str) -> str:
     path.write_text(json.dumps([f"```python\n{p}```" for p in programs]))
     return f"scripted:{path}"

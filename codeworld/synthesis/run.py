@@ -13,7 +13,9 @@ The run directory's files are written by `RunDir` alone (see `codeworld.synthesi
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import shutil
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -21,7 +23,7 @@ from typing import Any, Callable
 from codeworld.synthesis.config import FinishConfig
 from codeworld.synthesis.registry import Method, config_from_json, config_to_json, get_method
 from codeworld._files import check_output
-from codeworld.synthesis._run_dir import RunDir, RunLock
+from codeworld.synthesis._run_dir import LOCK_FILE, RUN_FILE, RunDir, RunLock
 from codeworld.synthesis._run_spec import RunSpec, RunStatus
 from codeworld.synthesis._runner import SynthesisResult, synthesize
 from codeworld.synthesis.types import ChatModel, MethodConfig, Search, World
@@ -59,6 +61,9 @@ class Run:
         self.method = method
         self.config = config
         self._lock = lock
+        # What `start` made in this session, for `setup_failed` to take back: the highest
+        # folder it created, or "files" (only its run files); None for a resumed run.
+        self._made: Path | str | None = None
 
     def release(self) -> None:
         """Let another process take the run directory (done by `execute` and `setup_failed`;
@@ -109,6 +114,11 @@ class Run:
             shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
             raise ValueError(f"{path} holds files that are not a run's ({shown}): a run needs a "
                              "new or empty folder (choose another --out)")
+        made: Path | str = "files"  # or the highest folder this call creates
+        for folder in (run_dir.path, *run_dir.path.parents):
+            if folder.exists():
+                break
+            made = folder
         check_output(path, folder=True)  # a file above it: one line naming it
         lock = run_dir.acquire()
         if run_dir.exists() and run_dir.load_calls():
@@ -120,7 +130,9 @@ class Run:
         spec = RunSpec.new(method.name, config, finish=finish_to_json(finish or FinishConfig()),
                            status=RunStatus.NOT_STARTED, **fields)
         run_dir.init(spec)
-        return cls(run_dir, spec, method, config, lock)
+        run = cls(run_dir, spec, method, config, lock)
+        run._made = made
+        return run
 
     @classmethod
     def resume(cls, path: str | Path, *, overrides: dict[str, str] | None = None,
@@ -209,9 +221,25 @@ class Run:
         self.spec = self.run_dir.set_status(status)
 
     def setup_failed(self) -> None:
-        """Record that this session could not set up its LLM or world (no call was made)."""
-        self._status(RunStatus.NOT_STARTED)
+        """This session could not set up its LLM or world (no call was made). A run started in
+        this session is taken back (its folder, when `start` made it, else its run files), so a
+        refused command leaves nothing on disk; a resumed run is kept, marked not started."""
+        if self._made is None:
+            self._status(RunStatus.NOT_STARTED)
+            self.release()
+            return
+        path, made = self.run_dir.path, self._made
         self.release()
+        if isinstance(made, Path):
+            shutil.rmtree(path, ignore_errors=True)
+            for folder in path.parents:  # the folders made above it, while empty (another run
+                if not folder.is_relative_to(made):  # may have started in one meanwhile)
+                    break
+                with contextlib.suppress(OSError):
+                    folder.rmdir()
+        else:
+            for name in (RUN_FILE, LOCK_FILE):
+                (path / name).unlink(missing_ok=True)
 
     # ------------------------------------------------------------------ running
 
