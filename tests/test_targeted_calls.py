@@ -189,3 +189,63 @@ def test_a_rule_the_data_gets_right_everywhere_is_given_to_write_back_and_the_re
                            **common)
     assert target_of(text) == "reward" and "Also wrong" not in text
     assert "  [0, 0], 0: 0, true 5" in text and "- tried already" in text
+
+
+POINT = """# Point
+
+## Description
+
+A point moves on a plane; each action moves it a step of 0.1 left, right, down or up.
+
+## Observation Space
+
+| Num | Observation | Min | Max |
+|---|---|---|---|
+| 0 | x | -2 | 2 |
+| 1 | y | -2 | 2 |
+
+## Rewards
+
+The reward is the negative distance of the new position to the origin,
+`reward = -sqrt(x^2 + y^2)`.
+
+## Episode End
+
+The episode never terminates.
+"""
+
+
+def _point(tmp_path) -> str:
+    """Recorded episodes of the point (reward: minus its new distance to the origin), saved as a
+    dataset with its description beside it."""
+    rng = np.random.default_rng(1)
+    steps = np.array([[-0.1, 0.0], [0.1, 0.0], [0.0, -0.1], [0.0, 0.1]])
+    rows = []
+    for _ in range(10):
+        x = rng.uniform(-1.0, 1.0, size=2)
+        for t in range(30):
+            a = int(rng.integers(0, 4))
+            nxt = x + steps[a]
+            rows.append((x, a, nxt, -float(np.hypot(*nxt)), t == 0))
+            x = nxt
+    obs, actions, nxt, rewards, starts = (np.array([r[k] for r in rows]) for k in range(5))
+    path = tmp_path / "point.npz"
+    n = len(rows)
+    np.savez(path, obs=obs, actions=actions.reshape(-1, 1).astype(np.float64), rewards=rewards,
+             next_obs=nxt, terminated=np.zeros(n, bool), truncated=np.zeros(n, bool),
+             episode_start=np.maximum.accumulate(np.where(starts, np.arange(n), 0)))
+    (tmp_path / "point.md").write_text(POINT)
+    return f"data:{path}"
+
+
+def test_a_reward_equation_of_the_description_is_a_term_of_the_reward_fit(tmp_path):
+    world = make_cwmb_world(_point(tmp_path), assist=AssistConfig(regression=False))
+    # the data section states the description's reward, right on every recorded transition
+    line = [ln for ln in world.assists.data_section().splitlines()
+            if ln.startswith("- reward = ")]
+    assert len(line) == 1 and "math.sqrt(new_x ** 2 + new_y ** 2)" in line[0]
+    assert "(right on every recorded transition)" in line[0]
+    # and the data model writes it: right on every training transition, reward included
+    data_model = world.assists.data_model()
+    assert "math.sqrt(new_x ** 2 + new_y ** 2)" in data_model.program
+    assert world.evaluator.evaluate(data_model.program).score >= 1.0 - 1e-5

@@ -577,9 +577,12 @@ def make_cwmb_world(env_id: str, assist: AssistConfig | None = None,
     scaffold = build_scaffold(scorer.spec, description, rewards=buf.rewards,
                               states=np.concatenate([buf.obs, buf.next_obs])
                               if assist.form_from_data else None)
+    from codeworld.worlds.cwmb._relations import description_terms
+
+    terms = description_terms(description, scaffold.references, discrete=scorer.spec.discrete)
     data, found = (_relations(scorer, scaffold.references, assist.structure,
                               assist.reward_from_old, assist.angles,
-                              _regression(assist), description)
+                              _regression(assist), terms)
                    if assist.relations else ("", []))
     prompts = CwmbPrompts(description, scaffold if assist.scaffold else None, data,
                           starter_lines(found))
@@ -592,7 +595,7 @@ def make_cwmb_world(env_id: str, assist: AssistConfig | None = None,
     evaluator.targets = build_targets(description, scaffold.names, found, data)
     from codeworld.worlds.cwmb._data_model import world_seeds
 
-    seeds = world_seeds(scorer, scaffold, found if assist.relations else None, assist)
+    seeds = world_seeds(scorer, scaffold, found if assist.relations else None, assist, terms)
     return World(prompts, evaluator, finish=functools.partial(_finish, evaluator), seeds=seeds,
                  assists=CwmbAssists(evaluator, data, seeds))
 
@@ -651,19 +654,20 @@ def make_run_world(run: Run, *, heldout_fraction: float | None = None,
 def _relations(scorer: Scorer, names, structure: bool = True,
                reward_from_old: bool = False, angles: bool = False,
                regression: RegressionConfig | None = None,
-               description: str = "") -> tuple[str, list]:
+               terms=()) -> tuple[str, list]:
     """The prompt section of what the scorer's buffer shows: the fitted relations (in the
     scorer's tolerances), the rewards and the episode ends; and the relations found.
     ``reward_from_old``: the reward's formula may use the old state too; ``angles``: a
     cosine-sine pair may be fitted through its angle; ``regression``: a
     `codeworld.fitting.RegressionConfig` for the components no linear fit gets right;
-    ``description``: its equations are candidate terms of the fits (`description_terms`)."""
+    ``terms``: the description's equations (`description_terms`), candidate terms of the
+    state's and the reward's fits."""
     import numpy as np
 
     from codeworld.scoring._scorer import tolerances
-    from codeworld.worlds.cwmb._relations import (MANY_REWARD_VALUES, description_terms,
-                                                 find_relations, find_reward_relation,
-                                                 outcomes_text, relations_text)
+    from codeworld.worlds.cwmb._relations import (MANY_REWARD_VALUES, find_relations,
+                                                 find_reward_relation, outcomes_text,
+                                                 relations_text)
 
     spec, buf = scorer.spec, scorer.buffer
     tol = tolerances(spec, scorer.mode)
@@ -671,15 +675,14 @@ def _relations(scorer: Scorer, names, structure: bool = True,
                            n_actions=spec.n_actions, atol=tol.state_atol, rtol=tol.state_rtol,
                            mask=~np.asarray(buf.terminated, dtype=bool), structure=structure,
                            angles=angles, regression=regression,
-                           episodes=buf.episode_start,
-                           terms=description_terms(description, names, discrete=spec.discrete))
+                           episodes=buf.episode_start, terms=terms)
     outcomes = outcomes_text(buf.obs, buf.actions, buf.next_obs, buf.rewards, buf.terminated,
                              discrete=spec.discrete, names=names, n_actions=spec.n_actions)
     if structure and len(np.unique(buf.rewards)) > MANY_REWARD_VALUES:  # a formula, where one fits
         reward = find_reward_relation(buf.next_obs, buf.actions, buf.rewards, names,
                                       discrete=spec.discrete, n_actions=spec.n_actions,
                                       atol=tol.reward_atol, rtol=tol.reward_rtol,
-                                      obs=buf.obs if reward_from_old else None)
+                                      obs=buf.obs if reward_from_old else None, terms=terms)
         if reward is not None:
             outcomes += reward.line() + ("  (`new_x` is the value x has after the step, `x` the "
                                          "value it had before)\n" if reward_from_old else

@@ -84,7 +84,7 @@ def build_data_model(scaffold: Scaffold, obs, actions, next_obs, rewards, termin
                      state_atol: float, state_rtol: float, reward_atol: float,
                      reward_rtol: float, relations: list | None = None, structure: bool = True,
                      angles: bool = True, reward_from_old: bool = True,
-                     regress: Callable | None = None) -> DataModel:
+                     regress: Callable | None = None, terms=()) -> DataModel:
     """The data model of the training transitions (see the module docstring).
 
     Args:
@@ -97,6 +97,8 @@ def build_data_model(scaffold: Scaffold, obs, actions, next_obs, rewards, termin
         structure, angles, reward_from_old: the data section's switches (`AssistConfig`).
         regress: a regression for the real-valued components the fits still miss (see the
             module docstring); None: none.
+        terms: more candidate terms of the fits, the reward's included: the description's
+            equations (`codeworld.worlds.cwmb._relations.description_terms`).
     """
     from codeworld.worlds.cwmb._relations import (MANY_REWARD_VALUES, find_relations,
                                                  find_reward_relation, relation_values)
@@ -112,7 +114,8 @@ def build_data_model(scaffold: Scaffold, obs, actions, next_obs, rewards, termin
     if relations is None:
         relations = find_relations(obs, actions, next_obs, refs, discrete=discrete,
                                    n_actions=n_actions, atol=state_atol, rtol=state_rtol,
-                                   mask=~ends, structure=structure, angles=angles)
+                                   mask=~ends, structure=structure, angles=angles,
+                                   terms=terms)
     by_index = {r.index: r for r in relations}
     parts: list[tuple[int, bool, list[str]]] = []  # (component, right everywhere, its lines)
     components = []
@@ -164,7 +167,7 @@ def build_data_model(scaffold: Scaffold, obs, actions, next_obs, rewards, termin
     if structure and len(np.unique(rewards)) > MANY_REWARD_VALUES:
         found = find_reward_relation(next_obs, actions, rewards, refs, discrete=discrete,
                                      n_actions=n_actions, atol=reward_atol, rtol=reward_rtol,
-                                     obs=obs if reward_from_old else None)
+                                     obs=obs if reward_from_old else None, terms=terms)
         formula = None if found is None else found.formula
     reward = reward_rule(obs, actions, next_obs, rewards, refs, discrete=discrete,
                          n_actions=n_actions, atol=reward_atol, rtol=reward_rtol, formula=formula)
@@ -214,11 +217,12 @@ FLOOR_LABEL = "floor"
 
 
 def world_seeds(scorer: Scorer, scaffold: Scaffold, relations: list | None,
-                assist: AssistConfig) -> tuple:
+                assist: AssistConfig, terms=()) -> tuple:
     """The seed programs of a CWMB world (`codeworld.synthesis.types.Seed`): the data model of
     the scorer's (training) buffer, a start, and the do-nothing model (the scaffold's skeleton:
     state unchanged, the most frequent reward, never done), a candidate only; none with
-    ``assist.data_model`` off."""
+    ``assist.data_model`` off. ``terms``: the description's equations as candidate terms of the
+    fits (`build_data_model`)."""
     from codeworld.scoring._scorer import tolerances
     from codeworld.synthesis.types import Seed
 
@@ -230,7 +234,8 @@ def world_seeds(scorer: Scorer, scaffold: Scaffold, relations: list | None,
                              buf.terminated, state_atol=tol.state_atol, state_rtol=tol.state_rtol,
                              reward_atol=tol.reward_atol, reward_rtol=tol.reward_rtol,
                              relations=relations, structure=assist.structure,
-                             angles=assist.angles, reward_from_old=assist.reward_from_old)
+                             angles=assist.angles, reward_from_old=assist.reward_from_old,
+                             terms=terms)
     return (Seed(DATA_LABEL, model.source, start=True, prefix_lines=model.prefix_lines,
                  record=model.to_json()),
             Seed(FLOOR_LABEL, scaffold.skeleton(), start=False))

@@ -586,7 +586,7 @@ def _angle_pair(relations: dict, pair: tuple[int, int], x: np.ndarray, y_next: n
 def find_reward_relation(next_obs: np.ndarray, actions: np.ndarray, rewards: np.ndarray,
                          names, *, discrete: bool, n_actions: int, atol: float, rtol: float,
                          max_terms: int = 3, digits: int = 4,
-                         obs: np.ndarray | None = None) -> Relation | None:
+                         obs: np.ndarray | None = None, terms=()) -> Relation | None:
     """A fit of the reward as a function of the new state (``new x``) and the action, with the
     same terms as the state's fits (`term_library`), or None where none is good. For rewards
     with many values; a reward of a few values is listed value by value instead.
@@ -594,7 +594,11 @@ def find_reward_relation(next_obs: np.ndarray, actions: np.ndarray, rewards: np.
     With ``obs`` (the states the steps started from), the old state's components, their terms
     and the angles of their cosine-sine pairs (`angle_pairs`) are candidates too: a reward is
     often a cost on where the step started (an angle's size, a speed) rather than where it
-    ended."""
+    ended.
+
+    ``terms``: more candidate terms, formulas of the names and ``action`` (the description's
+    equations, `description_terms`), each read on the new state (its names as ``new_<name>``)
+    and, with ``obs``, on the old state as well: a description rarely says which."""
     nxt = np.asarray(next_obs, dtype=np.float64)
     r = np.asarray(rewards, dtype=np.float64)
     n, d = nxt.shape
@@ -619,6 +623,16 @@ def find_reward_relation(next_obs: np.ndarray, actions: np.ndarray, rewards: np.
     if len(action_columns) > 1:  # a control cost is usually on the action's squared norm
         columns.append(np.sum(np.square(action_columns), axis=0))
         labels.append("np.sum(action**2)")
+    for term in terms:
+        for label in [_on_new_state(term, names)] + ([term] if obs is not None else []):
+            try:
+                column = formula_values(label, nxt if obs is None else obs, actions, names,
+                                        discrete=discrete, new_obs=nxt)
+            except (ArithmeticError, LookupError, NameError, TypeError, ValueError):
+                continue  # not of this data
+            if np.all(np.isfinite(column)) and np.ptp(column) > 0 and label not in labels:
+                columns.append(column)
+                labels.append(label)
     candidates = np.stack(columns, axis=1)
     relation = _relation(-1, "reward", np.zeros(n), r, r, intercept, seen, candidates, labels,
                          False, atol, rtol, max_terms, digits)
@@ -632,6 +646,18 @@ def find_reward_relation(next_obs: np.ndarray, actions: np.ndarray, rewards: np.
     elif formula == "reward":
         formula = "0"
     return replace(relation, formula=formula, target="reward", name="reward")
+
+
+def _on_new_state(formula: str, names) -> str:
+    """`formula` with each component's name read as its new value (``x`` as ``new_x``)."""
+    known = {str(name) for name in names if str(name).isidentifier()}
+
+    class New(ast.NodeTransformer):
+        def visit_Name(self, node: ast.Name) -> ast.AST:
+            return ast.Name(f"new_{node.id}", node.ctx) if node.id in known else node
+
+    tree = New().visit(ast.parse(formula, mode="eval"))
+    return ast.unparse(ast.fix_missing_locations(tree))
 
 
 def _relation(i, name, old, y, truth, intercept, seen, candidates, labels, integer, atol, rtol,
