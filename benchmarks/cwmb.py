@@ -278,6 +278,8 @@ def job_metrics(record: dict) -> dict | None:
         "floor_paper_buffer": score("paper_on_paper_buffer", "floor"),
         "normalized_paper_buffer": score("paper_on_paper_buffer", "normalized"),
         "duplicates": (result.get("accounting") or {}).get("duplicates"),
+        "new_programs": (result.get("accounting") or {}).get("new_programs"),
+        "buggy_programs": (result.get("accounting") or {}).get("buggy_programs"),
         "no_progress": result.get("no_progress"),
         "normalized_return": planning.get("normalized_return"),
         "return_note": planning.get("normalized_note") if planning else result.get("note"),
@@ -294,7 +296,11 @@ def job_metrics(record: dict) -> dict | None:
 # Held-out reporting: the training score beside the held-out one, strict accuracy, the floor and
 # the floor-normalised accuracy (sound rule), and the same floor figures on the paper's buffers.
 EXTRA_KEYS = ("accuracy_training", "strict_sound", "floor_sound", "normalized_sound",
-              "floor_paper_buffer", "normalized_paper_buffer", "duplicates", "no_progress")
+              "floor_paper_buffer", "normalized_paper_buffer", "duplicates", "no_progress",
+              "new_programs", "buggy_programs")
+# The group figures also given as mean ± standard error over seeds (each seed's mean over the envs
+# that have it; a seed missing on one of the group's envs is left out).
+SEED_SPREAD_KEYS = ("accuracy_sound", "accuracy_paper_buffer", "normalized_sound", "normalized_return")
 
 
 def job_outcomes(result: dict) -> list[str]:
@@ -352,6 +358,15 @@ def aggregate(records: list[dict], envs: list[str], methods: list[str]) -> dict:
                 entry[f"{key}_envs"] = len(values)
             curves = [d["best_by_call"] for d in done if d["best_by_call"]]
             entry["best_by_call"] = _mean_curve(curves)
+            envs_done = {e for e in names if per_env[method][e]["seeds"]}
+            rows = [m for m in metrics if m["method"] == method and m["env_id"] in envs_done]
+            seeds = [s for s in sorted({m["seed"] for m in rows})
+                     if {m["env_id"] for m in rows if m["seed"] == s} == envs_done]
+            entry["seeds"] = len(seeds)
+            for key in SEED_SPREAD_KEYS:
+                per_seed = [_mean([float(m[key]) for m in rows if m["seed"] == s and m[key] is not None])
+                            for s in seeds]
+                entry[f"{key}_seed_stderr"] = _stderr([v for v in per_seed if v is not None])
             groups[method][group] = entry
     from codeworld.experiments._outcomes import outcome_counts
 
@@ -379,6 +394,19 @@ def _pm(mean, err) -> str:
     if mean is None:
         return "n/a"
     return f"{mean:.3f}" + (f" ± {err:.3f}" if err is not None else "")
+
+
+def _seeds_pm(group: dict, key: str) -> str:
+    """A group mean, with its standard error over seeds where there are two or more."""
+    err = group.get(f"{key}_seed_stderr")
+    return _fmt(group.get(key)) + ("" if err is None or group.get(key) is None else f" ± {err:.3f}")
+
+
+def _calls_by_outcome(entry: dict) -> str:
+    """Mean calls per search that gave a new program, a copy (of the skeleton, the data model or an
+    earlier answer) and a buggy one; blank for records written before the counts were kept."""
+    counts = [entry.get(k) for k in ("new_programs", "duplicates", "buggy_programs")]
+    return "" if any(c is None for c in counts) else " / ".join(_fmt(c, 1) for c in counts)
 
 
 def _published_text(number: Published) -> str:
@@ -416,22 +444,24 @@ def markdown(summary: dict, meta: dict, paper: dict) -> str:
              "## Group means", "",
              "| method | group | envs | accuracy (sound, held-out) | training | strict | floor "
              "| floor-normalised | accuracy (paper rule, held-out) | accuracy (paper rule, paper's buffers) "
-             "| its floor | its floor-normalised | normalized return (envs) | copies | no progress |"
+             "| its floor | its floor-normalised | normalized return (envs) | seeds "
+             "| calls: new / copies / buggy | no progress |"
              + "".join(f" paper, {run}: accuracy / return |" for run in group_runs),
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
              + "---:|" * len(group_runs)]
     for method, group in shown:
         g = summary["groups"][method][group]
         published = paper["groups"].get(method, {}).get(group, {})
-        ret = _fmt(g["normalized_return"])
+        ret = _seeds_pm(g, "normalized_return")
         if g["normalized_return"] is not None:
             ret += f" ({g['normalized_return_envs']})"
-        lines.append(f"| {method} | {group} | {g['envs']}/{g['of']} | {_fmt(g['accuracy_sound'])} "
+        lines.append(f"| {method} | {group} | {g['envs']}/{g['of']} | {_seeds_pm(g, 'accuracy_sound')} "
                      f"| {_fmt(g.get('accuracy_training'))} | {_fmt(g.get('strict_sound'))} "
-                     f"| {_fmt(g.get('floor_sound'))} | {_fmt(g.get('normalized_sound'))} "
-                     f"| {_fmt(g['accuracy_paper'])} | {_fmt(g['accuracy_paper_buffer'])} "
+                     f"| {_fmt(g.get('floor_sound'))} | {_seeds_pm(g, 'normalized_sound')} "
+                     f"| {_fmt(g['accuracy_paper'])} | {_seeds_pm(g, 'accuracy_paper_buffer')} "
                      f"| {_fmt(g.get('floor_paper_buffer'))} | {_fmt(g.get('normalized_paper_buffer'))} "
-                     f"| {ret} | {_fmt(g.get('duplicates'), 1)} | {_fmt(g.get('no_progress'), 1)} |"
+                     f"| {ret} | {g.get('seeds', '')} | {_calls_by_outcome(g)} "
+                     f"| {_fmt(g.get('no_progress'), 1)} |"
                      + "".join(f" {_published_cell(published.get(run))} |" for run in group_runs))
     env_runs = _paper_runs([paper["per_env"].get(m, {}).get(e, {}) for e in meta["envs"] for m in methods])
     lines += ["", f"Paper: {PAPER}. {PAPER_NOTE}", "",
@@ -439,7 +469,7 @@ def markdown(summary: dict, meta: dict, paper: dict) -> str:
               "| env | method | seeds | accuracy (sound, held-out) | training | strict | floor "
               "| floor-normalised | accuracy (paper rule, held-out) "
               "| accuracy (paper rule, paper's buffer) | its floor | normalized return "
-              "| LLM calls (from cache) | copies | no progress | tokens | minutes "
+              "| LLM calls (from cache) | calls: new / copies / buggy | no progress | tokens | minutes "
               "| best program compiled (model steps/s) |"
               + "".join(f" paper, {run}: accuracy / return |" for run in env_runs),
               "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
@@ -459,7 +489,7 @@ def markdown(summary: dict, meta: dict, paper: dict) -> str:
                          f"| {_pm(e['accuracy_paper'], e['accuracy_paper_stderr'])} "
                          f"| {_fmt(e['accuracy_paper_buffer'])} | {_fmt(e.get('floor_paper_buffer'))} "
                          f"| {ret} | {_fmt(e['calls'], 1)} ({_fmt(e['cached_calls'], 1)}) "
-                         f"| {_fmt(e.get('duplicates'), 1)} | {_fmt(e.get('no_progress'), 1)} "
+                         f"| {_calls_by_outcome(e)} | {_fmt(e.get('no_progress'), 1)} "
                          f"| {_fmt(e['tokens'], 0)} | {_fmt(minutes, 1)} | {_speed_cell(e)} |"
                          + "".join(f" {_published_cell(published.get(run))} |" for run in env_runs))
     lines += ["", "Accuracy: the best program's score on the held-out episodes of the "
@@ -471,8 +501,11 @@ def markdown(summary: dict, meta: dict, paper: dict) -> str:
               "reward, never done) on the same episodes; floor-normalised: (accuracy - floor) / "
               "(ceiling - floor), 0 for the do-nothing model and 1 for the true simulator. The paper's "
               "buffer columns score the same program on the paper's own buffer where it exists "
-              "(out of sample by construction), with that buffer's floor. Copies: programs equal to "
-              "the skeleton or to an earlier call's, not scored again; no progress: improvements that left "
+              "(out of sample by construction), with that buffer's floor. Calls by outcome (mean per "
+              "search): a new program that runs, a copy (equal, up to comments and layout, to the "
+              "skeleton, the data model or an earlier call's program; not scored again) and a buggy "
+              "one (no program, or one that fails). Group means over seeds: ± is the standard error "
+              "of the seeds' means over the envs; no progress: improvements that left "
               "the score of the program they improved where it was. LLM calls from cache: answered from the "
               "completion cache, where the same prompt and sampling seed had been sent before. "
               "Normalized return: "

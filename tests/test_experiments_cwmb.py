@@ -214,3 +214,37 @@ def test_a_grid_plans_with_the_planner_fields_it_was_given(script, tmp_path, cap
     err = capsys.readouterr().err.strip()
     assert err.startswith("cwmb: ") and "nosuch" in err and len(err.splitlines()) == 1
     assert not out.exists()
+
+
+def _record(env: str, seed: int, sound: float, ret: float | None, new: int, copies: int, buggy: int) -> dict:
+    """A finished job's record as the harness writes it, with only the fields the tables read."""
+    return {"status": "finished", "seconds": 60.0,
+            "job": {"env_id": env, "method": "gif-mcts", "seed": seed},
+            "result": {"env_id": env, "calls": new + copies + buggy, "history": [], "outcomes": [],
+                       "scores": {"sound": {"score": sound}, "heldout": True},
+                       "planning": {"normalized_return": ret},
+                       "accounting": {"duplicates": copies, "new_programs": new,
+                                      "buggy_programs": buggy, "cached_calls": 0, "tokens": 10}}}
+
+
+def test_group_means_carry_their_spread_over_seeds_and_calls_by_outcome():
+    harness = _load_harness()
+    envs = ["CartPole-v1", "Taxi-v4"]
+    records = [_record("CartPole-v1", 0, 0.9, 1.0, 2, 7, 1), _record("Taxi-v4", 0, 0.7, 0.5, 4, 4, 2),
+               _record("CartPole-v1", 1, 0.8, 0.8, 6, 3, 1), _record("Taxi-v4", 1, 0.6, 0.3, 8, 0, 2),
+               _record("CartPole-v1", 2, 1.0, 0.9, 0, 0, 0)]  # seed 2 lacks Taxi: not in the spread
+    summary = harness.aggregate(records, envs, ["gif-mcts"])
+    group = summary["groups"]["gif-mcts"]["discrete"]
+    assert group["seeds"] == 2
+    # the seeds' means over the envs are 0.80 and 0.70: standard error 0.05
+    assert group["accuracy_sound_seed_stderr"] == pytest.approx(0.05)
+    assert group["normalized_return_seed_stderr"] == pytest.approx(0.1)  # 0.75 and 0.55
+    meta = {"methods": ["gif-mcts"], "ablation": False, "command": "c", "llm": "local", "budget": 10,
+            "seeds": 3, "executor": "local", "planning": "p", "finished_at": "t", "machine": "m",
+            "envs": envs}
+    paper = harness.paper_numbers(False, envs, ["gif-mcts"])
+    text = harness.markdown(summary, meta, paper)
+    cartpole = next(line for line in text.splitlines() if line.startswith("| CartPole-v1 | gif-mcts |"))
+    assert "| 2.7 / 3.3 / 0.7 |" in cartpole  # mean calls per search: new / copies / buggy
+    groups = next(line for line in text.splitlines() if line.startswith("| gif-mcts | discrete |"))
+    assert f"| {summary['groups']['gif-mcts']['discrete']['accuracy_sound']:.3f} ± 0.050 |" in groups
