@@ -90,6 +90,9 @@ def test_a_legacy_run_replays_without_an_llm_call_and_with_the_same_scores(legac
                                              "regression_seconds": 10.0}
     # GIF-MCTS's stall limit came later too: the run keeps the paper's rule (no limit)
     assert after["config"].pop("stall_limit") is None and "stall_limit" not in before["config"]
+    # and the resample of copies: the run asks once per call, as it did
+    assert after["config"]["sampling"].pop("copy_resamples") == 0
+    assert "copy_resamples" not in before["config"]["sampling"]
     # a run saved before runs were split keeps its whole buffer (so it replays), and says so
     assert after.pop("split")["heldout_episodes"] == [] and "split" not in before
     assert after == before  # status back to finished; config, created and version kept
@@ -116,6 +119,7 @@ def test_a_legacy_run_resumes_with_more_budget(legacy_run, tmp_path, capsys):
     after["config"]["assist"].pop("beyond_steps")
     after["config"]["assist"].pop("regression_seconds")
     assert after["config"].pop("stall_limit") is None  # the paper's rule, as the run was made
+    assert after["config"]["sampling"].pop("copy_resamples") == 0  # one answer per call
     assert {k: after[k] for k in ("method", "env_id", "seed", "config", "created", "codeworld_version")} \
         == {k: before[k] for k in ("method", "env_id", "seed", "config", "created", "codeworld_version")}
     assert main(["show", str(legacy_run), "--no-picture"]) == 0

@@ -30,6 +30,10 @@ TOO_LONG_FEEDBACK = ("The request for this program was longer than the model's c
                      "so no answer was asked for.")
 NO_CODE_FEEDBACK = ("The answer contained no Python program to run: answer with the whole "
                     "corrected program in one ```python code block.")
+# A call's k-th resample after a copy (`SamplingConfig.copy_resamples`) asks with the seed
+# ``run seed + k * RESAMPLE_SEED_STRIDE`` (the backend adds the call's sample index), apart from
+# every call's own seed.
+RESAMPLE_SEED_STRIDE = 1_000_003
 
 
 def normalized(program: str | None) -> str | None:
@@ -77,6 +81,8 @@ class SearchAccounting:
         duplicates: programs equal (up to comments and layout) to the skeleton the prompts
             start from, to a seed program or to a program of an earlier call: not scored
             again, and not expanded by the search (see `normalized`).
+        resamples: answers that were copies and were asked again within their call
+            (`SamplingConfig.copy_resamples`); their tokens and seconds are in the totals.
         new_programs: calls that wrote a program that is no copy and runs.
         buggy_programs: calls that wrote no program, or one that is no copy and fails (the
             three counts add up to the calls).
@@ -101,6 +107,7 @@ class SearchAccounting:
     new_programs: int = 0
     buggy_programs: int = 0
     too_long: int = 0
+    resamples: int = 0
 
     @property
     def tokens(self) -> int:
@@ -171,9 +178,11 @@ class _Calls:
     """
 
     def __init__(self, llm: ChatModel | None, prompts: PromptBuilder, evaluator: Evaluator,
-                 run_dir: RunDir | None, seed: int, sampling: SamplingConfig):
+                 run_dir: RunDir | None, seed: int, sampling: SamplingConfig,
+                 deadline: float | None = None):
         self.llm, self.prompts, self.evaluator, self.run_dir = llm, prompts, evaluator, run_dir
         self.seed, self.sampling = seed, sampling
+        self.deadline = deadline  # no resample after this `time.perf_counter()` time
         self.recorded = run_dir.load_calls() if run_dir is not None else {}
         self.accounting = SearchAccounting()
         self.lock = threading.Lock()
@@ -188,9 +197,34 @@ class _Calls:
             for name, amount in amounts.items():
                 setattr(self.accounting, name, getattr(self.accounting, name) + amount)
 
-    def completion(self, request: Request) -> dict:
-        """The call's completion record: replayed when saved (the prompt must be the same),
-        else asked of the LLM and saved before anything else happens."""
+    def _sampling(self, request: Request, resample: int = 0) -> dict:
+        """The sampling arguments of a call's request (of its `resample`-th resample)."""
+        kwargs: dict = {"temperature": self.sampling.temperature,
+                        "max_tokens": self.sampling.max_tokens}
+        if self.sampling.seed_per_call or resample:
+            kwargs.update(seed=self.seed + resample * RESAMPLE_SEED_STRIDE, sample=request.call)
+        return kwargs
+
+    def _ask(self, messages: list[dict], kwargs: dict) -> dict:
+        """One answer of the LLM, as a completion record."""
+        from codeworld.llm.types import PromptTooLongError
+
+        try:
+            return _completion_record(self.llm.complete(messages, **kwargs))
+        except PromptTooLongError as exc:
+            return {**_completion_record(None), "finish_reason": PROMPT_TOO_LONG, "error": str(exc)}
+
+    def _save_call(self, request: Request, messages: list[dict], kwargs: dict,
+                   completion: dict) -> None:
+        if self.run_dir is not None:
+            self.run_dir.save_call(request.call, {"call": request.call, "request": request.to_json(),
+                                                  "messages": messages, "sampling": kwargs,
+                                                  "completion": completion})
+
+    def completion(self, request: Request) -> tuple[dict, bool]:
+        """The call's completion record, and whether it was replayed: replayed when saved (the
+        prompt must be the same), else asked of the LLM and saved before anything else
+        happens."""
         messages = self.prompts.messages(request)
         saved = self.recorded.get(request.call)
         if saved is not None:
@@ -198,38 +232,68 @@ class _Calls:
                 raise RunDivergedError(
                     f"call {request.call} ({request.action}) was saved with a different prompt; "
                     f"the run directory does not belong to this method, config, seed or env")
-            completion = saved["completion"]
             self._count(replayed_calls=1)
-        else:
-            if self.llm is None:
-                raise RuntimeError(f"call {request.call} is not saved and no LLM was given")
-            kwargs = {"temperature": self.sampling.temperature, "max_tokens": self.sampling.max_tokens}
-            if self.sampling.seed_per_call:
-                kwargs.update(seed=self.seed, sample=request.call)
-            from codeworld.llm.types import PromptTooLongError
+            return saved["completion"], True
+        if self.llm is None:
+            raise RuntimeError(f"call {request.call} is not saved and no LLM was given")
+        kwargs = self._sampling(request)
+        completion = self._ask(messages, kwargs)
+        self._save_call(request, messages, kwargs, completion)
+        self._count(new_calls=1, cached_calls=int(completion["cached"]))
+        return completion, False
 
-            try:
-                completion = _completion_record(self.llm.complete(messages, **kwargs))
-            except PromptTooLongError as exc:
-                completion = {**_completion_record(None), "finish_reason": PROMPT_TOO_LONG,
-                              "error": str(exc)}
-            if self.run_dir is not None:
-                self.run_dir.save_call(request.call, {"call": request.call, "request": request.to_json(),
-                                                      "messages": messages, "sampling": kwargs,
-                                                      "completion": completion})
-            self._count(new_calls=1, cached_calls=int(completion["cached"]))
+    def _count_completion(self, completion: dict) -> None:
+        """The call's totals: its answer's tokens and seconds, and those of the copies it asked
+        again for."""
+        resampled = completion.get("resampled") or []
         self._count(calls=1, too_long=int(completion["finish_reason"] == PROMPT_TOO_LONG),
-                    prompt_tokens=completion["prompt_tokens"],
-                    completion_tokens=completion["completion_tokens"],
-                    llm_seconds=completion["latency_s"])
-        return completion
+                    resamples=len(resampled),
+                    prompt_tokens=completion["prompt_tokens"]
+                    + sum(r["prompt_tokens"] for r in resampled),
+                    completion_tokens=completion["completion_tokens"]
+                    + sum(r["completion_tokens"] for r in resampled),
+                    llm_seconds=completion["latency_s"] + sum(r["latency_s"] for r in resampled))
 
-    def program(self, request: Request, text: str) -> str | None:
-        """The program of a completion, after the evaluator's mechanical repairs (recorded)."""
+    def _resample_copies(self, request: Request, completion: dict,
+                         prepared: tuple) -> tuple[dict, tuple, dict]:
+        """A new call's answer that is a copy (`copy_of`), asked again with another seed, at
+        most ``sampling.copy_resamples`` times, while the session's time lasts (not at
+        temperature 0): the first answer that is no copy, else the first answer; the record
+        kept lists the other answers, each with its sampling and what it copied
+        (``resampled``). Returns the record, its `_prepared` program and its sampling."""
+        answers = [(completion, prepared, self._sampling(request))]
+        copied = self.copy_of(prepared[1])[1]
+        messages = self.prompts.messages(request) if copied is not None else []
+        while copied is not None and len(answers) <= self.sampling.copy_resamples:
+            if (self.llm is None or self.sampling.temperature == 0
+                    or (self.deadline is not None and time.perf_counter() > self.deadline)):
+                break
+            kwargs = self._sampling(request, len(answers))
+            answer = self._ask(messages, kwargs)
+            if answer["finish_reason"] == PROMPT_TOO_LONG:
+                break
+            answers.append((answer, self._prepared(request, answer["text"]), kwargs))
+            copied = self.copy_of(answers[-1][1][1])[1]
+        if len(answers) == 1:
+            return completion, prepared, answers[0][2]
+        kept = answers[0] if copied is not None else answers[-1]
+        resampled = [{**answer, "sampling": kwargs,
+                      "copy_of": _copy_name(self.copy_of(program[1])[1][0])}
+                     for answer, program, kwargs in answers if answer is not kept[0]]
+        return {**kept[0], "resampled": resampled}, kept[1], kept[2]
+
+    def _prepared(self, request: Request, text: str) -> tuple[str | None, str | None, list]:
+        """The program of a completion as written, after the evaluator's mechanical repairs,
+        and the repairs (not recorded yet)."""
         program = self.prompts.program(request, text)
         if program is None:
-            return None
+            return None, None, []
         repaired, repairs = self.evaluator.prepare(program, request.program)
+        return program, repaired, repairs
+
+    def _keep_repairs(self, request: Request, prepared: tuple) -> str | None:
+        """The repaired program of `_prepared`, its repairs counted and recorded."""
+        program, repaired, repairs = prepared
         if repairs:
             self._count(repairs=len(repairs))
             if self.run_dir is not None:
@@ -280,10 +344,17 @@ class _Calls:
         return program, evaluation
 
     def __call__(self, request: Request) -> Outcome:
-        completion = self.completion(request)
+        completion, replayed = self.completion(request)
         too_long = (completion.get("error") or "prompt too long"
                     if completion["finish_reason"] == PROMPT_TOO_LONG else None)
-        program = None if too_long else self.program(request, completion["text"])
+        prepared = (None, None, []) if too_long else self._prepared(request, completion["text"])
+        if not replayed and not too_long and self.sampling.copy_resamples:
+            answer, prepared, kwargs = self._resample_copies(request, completion, prepared)
+            if answer is not completion:  # the record says which copies were asked again
+                completion = answer
+                self._save_call(request, self.prompts.messages(request), kwargs, completion)
+        self._count_completion(completion)
+        program = self._keep_repairs(request, prepared)
         run_dir = self.run_dir
         fitted = run_dir.fitted_program(request.call, program) if run_dir else None
         evaluation = run_dir.load_evaluation(request.call, fitted or program) if run_dir else None
@@ -300,8 +371,7 @@ class _Calls:
                 earlier.feedback if call is None else copy_feedback(
                     f"the {call} program" if isinstance(call, str) else f"the program of call {call + 1}"),
                 earlier.mispredicted,
-                {**earlier.report, "duplicate_of": "skeleton" if call is None else call
-                 if isinstance(call, str) else call + 1})
+                {**earlier.report, "duplicate_of": _copy_name(call)})
             if run_dir is not None:
                 run_dir.save_program(request.call, program, evaluation)
         if evaluation is None:
@@ -323,6 +393,12 @@ class _Calls:
             elif key is not None and self.seen[key][1] is None:  # the skeleton, scored once
                 self.seen[key] = (None, evaluation)
         return Outcome(program, evaluation)
+
+
+def _copy_name(of: int | str | None) -> int | str:
+    """What a copy copies, as records name it: ``"skeleton"``, a seed's label, or the number
+    of the call that wrote it (from 1)."""
+    return "skeleton" if of is None else of if isinstance(of, str) else of + 1
 
 
 def _event(request: Request, outcome: Outcome, best: float, budget: int, tokens: int,
@@ -367,7 +443,8 @@ def synthesize(search: Search, *, llm: ChatModel | None, prompts: PromptBuilder,
         RunDivergedError: a saved call's prompt differs from the one the search asks for now.
     """
     started = time.perf_counter()
-    calls = _Calls(llm, prompts, evaluator, run_dir, seed, sampling or SamplingConfig())
+    calls = _Calls(llm, prompts, evaluator, run_dir, seed, sampling or SamplingConfig(),
+                   deadline=None if time_limit_s is None else started + time_limit_s)
     accounting, history, programs = calls.accounting, [], []
     seeded = _seed_search(search, seeds, calls) if getattr(search, "seed", None) else {}
     programs += [(call, s.program, ev.score) for call, (s, ev) in seeded.items() if not ev.buggy]

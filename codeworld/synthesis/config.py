@@ -24,17 +24,30 @@ class SamplingConfig:
         max_tokens: the longest completion asked for.
         seed_per_call: pass ``seed = run seed + call index`` to the backend, so that a fresh run
             with the same seed asks for the same samples (backends that ignore seeds still work).
+        copy_resamples: a call whose answer is a copy (the world recognises copies:
+            ``assist.copies``) of the skeleton, a seed or an earlier call's program, the program
+            it was given among them, asks again within the same call, with another seed, at
+            most this many times, and keeps the first answer that is no copy (else the first
+            answer); the call's record lists the copies it asked again for (``resampled``).
+            Not at temperature 0 (greedy decoding repeats itself), not after the session's
+            time limit; 0: never.
     """
 
     temperature: float = 1.0
     max_tokens: int = 1500
     seed_per_call: bool = True
+    copy_resamples: int = 2
+
+    # What a saved config without these (older) fields was made with.
+    ABSENT_IN_OLDER_RUNS: ClassVar[dict] = {"copy_resamples": 0}
 
     def __post_init__(self) -> None:
         if not 0 <= self.temperature < float("inf"):  # NaN too
             raise ValueError(f"sampling.temperature must be 0 or more, not {self.temperature}")
         if self.max_tokens < 1:
             raise ValueError(f"sampling.max_tokens must be at least 1, not {self.max_tokens}")
+        if self.copy_resamples < 0:
+            raise ValueError(f"sampling.copy_resamples must be 0 or more, not {self.copy_resamples}")
 
 
 @dataclass(frozen=True)
