@@ -77,3 +77,49 @@ def test_resamples_are_bounded_and_a_copy_is_kept_when_every_answer_is_one(tmp_p
         result = _run(tmp_path / tmp, llm, **kwargs)
         assert llm.asked == [(0, SEED), (1, SEED)] and result.accounting.resamples == 0
         assert "resampled" not in RunDir(tmp_path / tmp / "run").load_calls()[1]["completion"]
+
+
+class PrefilledPrompts(EchoPrompts):
+    """Requests whose answer goes on from an assistant prefill that ends a line (as a generate
+    or a targeted improve does); a program scores 0.8 where its first line sets ``x`` to 3."""
+
+    def messages(self, request):
+        return super().messages(request) + [{"role": "assistant", "content": "```python\n"}]
+
+    def program(self, request, completion_text):
+        code = completion_text.split("```")[0]
+        return f"# score={0.8 if code.startswith('x = 3') else 0.5}\n{code}"
+
+
+def test_a_copy_after_a_prefill_is_asked_again_from_another_first_line(tmp_path):
+    asked = []
+
+    class LineLLM:
+        """Writes ``x = 1`` then ``y = 2`` from the prefill; a request for one line (it stops at
+        the newline) gives ``x = 1`` at the first seed it sees, ``x = 3`` at the next."""
+
+        def complete(self, messages, **sampling):
+            prefill, stop = messages[-1]["content"], sampling.get("stop")
+            asked.append((int(sampling["sample"]), int(sampling["seed"]), tuple(stop or ())))
+            if stop:
+                text = "x = 1" if sum(1 for a in asked if a[2]) == 1 else "x = 3"
+            else:
+                text = "y = 2\n```" if prefill.endswith("x = 3\n") else "x = 1\ny = 2\n```"
+            return FakeCompletion(text, completion_tokens=len(text.split()))
+
+    evaluator = FakeEvaluator()
+    evaluator.detect_copies = True
+    result = synthesize(GifMcts(seed=SEED), llm=LineLLM(), prompts=PrefilledPrompts(),
+                        evaluator=evaluator, budget=2, run_dir=RunDir(tmp_path / "run"),
+                        seed=SEED, sampling=SamplingConfig(copy_resamples=2))
+    again = SEED + RESAMPLE_SEED_STRIDE
+    # call 1 copies call 0; one line at a time until it differs, then the rest from that line
+    assert asked == [(0, SEED, ()), (1, SEED, ()), (1, again + 1, ("\n",)),
+                     (1, again + 2, ("\n",)), (1, again, ())]
+    assert result.accounting.duplicates == 0 and result.accounting.resamples == 1
+    assert result.best_evaluation.score == 0.8
+    completion = RunDir(tmp_path / "run").load_calls()[1]["completion"]
+    assert completion["text"] == "x = 3\ny = 2\n```"
+    assert (completion["avoided"], completion["line_tries"], completion["other_line"]) == (
+        "x = 1", 2, True)
+    assert completion["resampled"][0]["text"] == "x = 1\ny = 2\n```"

@@ -269,7 +269,7 @@ class _Calls:
                     or (self.deadline is not None and time.perf_counter() > self.deadline)):
                 break
             kwargs = self._sampling(request, len(answers))
-            answer = self._ask(messages, kwargs)
+            answer = self._ask_again(messages, kwargs, answers[-1][0]["text"])
             if answer["finish_reason"] == PROMPT_TOO_LONG:
                 break
             answers.append((answer, self._prepared(request, answer["text"]), kwargs))
@@ -281,6 +281,26 @@ class _Calls:
                       "copy_of": _copy_name(self.copy_of(program[1])[1][0])}
                      for answer, program, kwargs in answers if answer is not kept[0]]
         return {**kept[0], "resampled": resampled}, kept[1], kept[2]
+
+    def _ask_again(self, messages: list[dict], kwargs: dict, copy: str) -> dict:
+        """Another answer than `copy`: where the answer starts a line (its prefill, if any,
+        ends one) and the copy starts with code, one whose first line is other code
+        (`codeworld.llm._other_line`; the record says which line it avoided and how many it
+        sampled); else the request asked again as it is."""
+        from codeworld.llm._other_line import (LINE_TRIES, code_of, complete_with_other_line,
+                                               first_line)
+        from codeworld.llm.types import PromptTooLongError, prefill_of
+
+        prefill, avoid = prefill_of(messages), first_line(copy)
+        if (prefill and not prefill.endswith("\n")) or not code_of(avoid):
+            return self._ask(messages, kwargs)
+        seeds = [kwargs["seed"] + 1 + t for t in range(LINE_TRIES)]
+        try:
+            answer, note = complete_with_other_line(self.llm, messages, avoid, tries=LINE_TRIES,
+                                                    line_seeds=seeds, **kwargs)
+        except PromptTooLongError as exc:
+            return {**_completion_record(None), "finish_reason": PROMPT_TOO_LONG, "error": str(exc)}
+        return {**_completion_record(answer), **note}
 
     def _prepared(self, request: Request, text: str) -> tuple[str | None, str | None, list]:
         """The program of a completion as written, after the evaluator's mechanical repairs,
