@@ -246,6 +246,27 @@ def test_a_position_kept_as_two_numbers_moves_as_one_vector_where_it_faces_unles
     assert explained(program, every)["correct"] == len(every)
 
 
+def test_a_heading_the_data_never_moved_along_is_no_move_not_an_error():
+    # forward recorded only facing east and north: the heading's table has two steps, and a
+    # program that fails on a state facing south or west plans nothing at all
+    walls = [[x, y] for x in range(5) for y in range(5) if x in (0, 4) or y in (0, 4)]
+    rng = random.Random(5)
+    state, data = {"agent": {"x": 1, "y": 3, "dir": 0}, "walls": walls}, []
+    for _ in range(200):
+        action = rng.randrange(3)
+        nxt = facing_step(state, action)
+        if action < 2 or state["agent"]["dir"] in (0, 3):
+            data.append({"state": state, "action": action, "next_state": nxt, "reward": 0.0,
+                         "done": False, "mission": "walk"})
+        state = nxt
+    program = rule_program(data)
+    assert "{0: [1, 0], 3: [0, -1]}" in program
+    west = {"agent": {"x": 2, "y": 2, "dir": 2}, "walls": walls}
+    score = explained(program, [{"state": west, "action": 2, "next_state": west, "reward": 0.0,
+                                 "done": False, "mission": "walk"}])
+    assert score["error"] is None and score["correct"] == 1
+
+
 def test_an_answer_gives_only_the_reward_the_rule_models_transition_and_helpers_stay():
     from codeworld.worlds.objects._rules import HELPERS, with_reward
 

@@ -231,8 +231,9 @@ def _put(state, value, *path):
 
 
 def _put_each(state, values, paths):
-    """Set each path of keys to the value in the same place of ``values``."""
-    for value, path in zip(values, paths):
+    """Set each path of keys to the value in the same place of ``values`` (nothing with None:
+    a heading whose step the data has not shown yet moves nothing, not an error)."""
+    for value, path in zip(values or (), paths):
         _put(state, value, *path)
 
 
@@ -872,6 +873,7 @@ class RuleModel:
         reward_changes: the (reward, done) pairs the reward's decision list picks from.
         reward_rules, reward_default: the reward's decision list (over the next state).
         n: the transitions it was learned from.
+        space: the cells in front and the lists of dicts on cells the data shows (`Space`).
     """
 
     transitions: dict[int, list[LeafRule]]
@@ -879,6 +881,7 @@ class RuleModel:
     reward_rules: list[Rule]
     reward_default: int
     n: int
+    space: Space = Space()
 
     def transition_code(self) -> str:
         lines = ["def transition(state, action):",
@@ -984,7 +987,7 @@ def learn_rules(transitions: list[dict]) -> RuleModel:
             leaf_rules.append(LeafRule(path, writes, rules, default))
         model[action] = leaf_rules
     reward_changes, reward_rules, reward_default = _learn_reward(transitions, afters, kinds)
-    return RuleModel(model, reward_changes, reward_rules, reward_default, len(transitions))
+    return RuleModel(model, reward_changes, reward_rules, reward_default, len(transitions), space)
 
 
 def _learn_reward(transitions: list[dict], afters: list[dict], kinds: dict[Path, str]
