@@ -9,6 +9,14 @@ The situation is what the action touches, read off the data without naming anyth
 of the leaves of the state that the most actions change (the agent's own: where it stands, what it
 holds, which way it faces), lists of cells or objects left out. A pair (action, situation) is
 *seen* once a recorded transition took that action there.
+
+Where the rule model learned a cell in front (a heading, `codeworld.worlds.objects._rules.Space`),
+the situation is first read coarser: where the agent stands and faces gives way to what is on the
+cell in front (in a list of cells or not; the element of a list of dicts standing there, without
+its position), so that "toggle, holding a key, a locked door in front" is one pair wherever the
+door is, not one per cell and heading (a room of 16 cells has 64 of those per action, too many to
+try in a level's steps before the one that counts). Only when every coarse pair within reach is
+seen does it plan to a new place and heading.
 """
 
 from __future__ import annotations
@@ -19,7 +27,8 @@ from collections import Counter
 from typing import Any
 
 from codeworld.worlds.objects._ops import _load, bfs_plan
-from codeworld.worlds.objects._rules import is_collection, leaves_of, learn_rules
+from codeworld.worlds.objects._rules import (JOINT, RuleModel, _is_vector, is_collection,
+                                            leaves_of, learn_rules)
 from codeworld.worlds.objects._states import mission_parts, normalize_state
 
 Path = tuple[str, ...]
@@ -43,33 +52,89 @@ def situation_paths(data: list[dict], focus: set[str] = frozenset()) -> list[Pat
     return sorted(p for p, v in actions.items() if 2 * len(v) >= most or set(p) & focus)
 
 
-def situation_values(state: Any, paths: list[Path]) -> list:
-    """The values at ``paths`` in ``state`` (None where it has none)."""
-    values, state = [], normalize_state(state)
-    for path in paths:
-        value = state
-        for key in path:
-            value = value.get(key) if isinstance(value, dict) else None
-        values.append(value)
-    return values
+def _value_at(state: Any, path) -> Any:
+    for key in path:
+        state = state.get(key) if isinstance(state, dict) else None
+    return state
 
 
-def situation(state: Any, paths: list[Path]) -> str:
-    """The agent's situation in ``state``: the values at ``paths``, as a key."""
-    return json.dumps(situation_values(state, paths), sort_keys=True)
+def front_of(model: RuleModel, data: list[dict]) -> dict | None:
+    """The cell in front as the rule model learned it, JSON-ready (None: no heading learned):
+    ``position`` (the paths of its numbers), ``key`` and ``table`` (the step of each value of
+    the key: the heading), ``cells`` (the lists of cells, such as walls) and ``located`` (the
+    lists of dicts on cells, with the keys of an element's position)."""
+    if not model.space.pointers:
+        return None
+    pointer = model.space.pointers[0]
+    last = pointer.position[-1] if pointer.position else ""
+    position = ([list(pointer.position[:-1]) + [k] for k in last[1:].split(JOINT)]
+                if last.startswith(JOINT) else [list(pointer.position)])
+    states = [t["state"] for t in data[:1] + data[-1:]]
+    cells = sorted({path for leaves in leaves_of(states) for path, value in leaves.items()
+                    if is_collection(value) and any(_is_vector(v) for v in value)})
+    return {"position": position, "key": list(pointer.key),
+            "table": [[k, v] for k, v in pointer.table], "cells": [list(c) for c in cells],
+            "located": [[list(w.path), list(w.keys)] for w in model.space.located]}
 
 
-def seen_pairs(data: list[dict], paths: list[Path]) -> list[list]:
+def front_values(state: Any, front: dict) -> list:
+    """What is on the cell in front in ``state`` (see `front_of`): for each list of cells,
+    whether the cell is in it; for each list of dicts on cells, its element there without its
+    position (None: none)."""
+    state = normalize_state(state)
+    numbers = [_value_at(state, p) for p in front["position"]]
+    position = numbers[0] if len(numbers) == 1 else numbers
+    step = next((v for k, v in front["table"] if k == _value_at(state, front["key"])), None)
+    if not isinstance(position, list) or step is None or len(step) != len(position):
+        return [None] * (len(front["cells"]) + len(front["located"]))
+    try:
+        cell = [a + b for a, b in zip(position, step)]
+    except TypeError:
+        return [None] * (len(front["cells"]) + len(front["located"]))
+    out: list = [cell in (_value_at(state, c) or []) for c in front["cells"]]
+    for path, keys in front["located"]:
+        here = next((item for item in _value_at(state, path) or [] if isinstance(item, dict)
+                     and [item.get(k) for k in keys] == cell), None)
+        out.append(None if here is None else {k: v for k, v in here.items() if k not in keys})
+    return out
+
+
+def situation_values(state: Any, paths: list[Path], front: dict | None = None) -> list:
+    """The values at ``paths`` in ``state`` (None where it has none), and with ``front`` what is
+    on the cell in front (`front_values`)."""
+    values = [_value_at(normalize_state(state), path) for path in paths]
+    return values + (front_values(state, front) if front else [])
+
+
+def situation(state: Any, paths: list[Path], front: dict | None = None) -> str:
+    """The agent's situation in ``state``: the values at ``paths`` (and in front), as a key."""
+    return json.dumps(situation_values(state, paths, front), sort_keys=True)
+
+
+def seen_pairs(data: list[dict], paths: list[Path], front: dict | None = None) -> list[list]:
     """The (action, situation) pairs the data has, as JSON-ready pairs."""
-    seen = {(int(t["action"]), situation(t["state"], paths)) for t in data}
+    seen = {(int(t["action"]), situation(t["state"], paths, front)) for t in data}
     return [[a, s] for a, s in sorted(seen)]
+
+
+def _names_in(value: Any) -> set[str]:
+    """The strings in a value, however deep (what a held or faced object is called)."""
+    if isinstance(value, str):
+        return {value}
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, list):
+        return set().union(*(_names_in(v) for v in value)) if value else set()
+    return set()
 
 
 def explore_arguments(data: list[dict], mission: str, state: dict,
                       action_names: tuple[str, ...] = ()) -> dict:
     """What `op_plan_explore` needs besides the program (empty: nothing to explore by yet).
 
-    ``seen``: the recorded (action, situation) pairs; ``known``: the actions the rule model
+    ``seen``: the recorded (action, situation) pairs; with a cell in front learned, ``coarse``
+    holds the same for the coarse situation (``paths`` without the position and heading, and
+    ``front``, `front_of`); ``known``: the actions the rule model
     learned to do the same thing everywhere (no condition: going to a place), which need no
     trying in new situations; ``order``: the actions in the order they are tried, those whose
     name shares a word with the mission ("take potato") first, then the least recorded;
@@ -95,21 +160,28 @@ def explore_arguments(data: list[dict], mission: str, state: dict,
 
     order = sorted((a for a in range(n) if a not in known),
                    key=lambda a: (not named(a), counts.get(a, 0), a))
-    return {"paths": paths, "seen": seen_pairs(data, paths), "order": order, "focus": focus,
-            "named": [a for a in order if named(a)]}
+    out = {"paths": paths, "seen": seen_pairs(data, paths), "order": order, "focus": focus,
+           "named": [a for a in order if named(a)]}
+    front = front_of(model, data)
+    if front is not None:
+        pose = {tuple(p) for p in front["position"]} | {tuple(front["key"])}
+        near = [p for p in paths if p not in pose]
+        out["coarse"] = {"paths": near, "front": front, "seen": seen_pairs(data, near, front)}
+    return out
 
 
-def unseen_target(paths: list, seen: list, order: list, focus: list | None):
+def unseen_target(paths: list, seen: list, order: list, focus: list | None,
+                  front: dict | None = None):
     """The planner's target (see `codeworld.worlds.objects._ops.bfs_plan`): in a state, the first
     action of ``order`` never recorded in the agent's situation there (and, with ``focus``, only
-    in a situation holding one of those names), else None."""
+    in a situation holding one of those names, however deep: a held key's colour), else None."""
     seen_set = {(int(a), s) for a, s in seen}
     paths = [tuple(p) for p in paths]
     names = set(focus or ())
 
     def target(state: dict) -> int | None:
-        values = situation_values(state, paths)
-        if names and not any(isinstance(v, str) and v in names for v in values):
+        values = situation_values(state, paths, front)
+        if names and not names & _names_in(values):
             return None
         where = json.dumps(values, sort_keys=True)
         return next((a for a in order if (a, where) not in seen_set), None)
@@ -119,11 +191,13 @@ def unseen_target(paths: list, seen: list, order: list, focus: list | None):
 
 def op_plan_explore(ctx, source: str, state: dict, mission: str, n_actions: int, paths: list,
                     seen: list, order: list | None = None, focus: list = (), named: list = (),
-                    max_nodes: int = 20000, max_depth: int = 100) -> dict:
+                    coarse: dict | None = None, max_nodes: int = 20000,
+                    max_depth: int = 100) -> dict:
     """A plan to reward under the model (`bfs_plan`); where there is none, a plan to an action
     never tried in the agent's situation (``explore`` True in the answer): first an action the
     mission names in a situation it points at (however far), then any action there, then any
-    action anywhere. Runs in the sandbox worker."""
+    action anywhere; with ``coarse``, over the coarse situations first (what is in front), then
+    over the fine ones. Runs in the sandbox worker."""
     functions = _load(ctx, source)
     plan = bfs_plan(functions, state, mission, n_actions, max_nodes, max_depth)
     if plan["found"] or not paths:
@@ -131,9 +205,14 @@ def op_plan_explore(ctx, source: str, state: dict, mission: str, n_actions: int,
     order = list(range(n_actions)) if order is None else order
     stages = ([(list(named), focus)] if named and focus else []) + (
         [(order, focus)] if focus else []) + [(order, None)]
-    for actions, names in stages:
-        target = unseen_target(paths, seen, actions, names)
-        plan = bfs_plan(functions, state, mission, n_actions, max_nodes, max_depth, target=target)
-        if plan["found"]:
-            break
+    views = ([(coarse["paths"], coarse["seen"], coarse["front"])] if coarse else []) + [
+        (paths, seen, None)]
+    targets = [unseen_target(where, tried, actions, names, front)
+               for where, tried, front in views for actions, names in stages]
+
+    def ranked(s: dict) -> tuple[int, int] | None:  # the first stage that has a target there
+        return next(((rank, action) for rank, action in
+                     ((r, t(s)) for r, t in enumerate(targets)) if action is not None), None)
+
+    plan = bfs_plan(functions, state, mission, n_actions, max_nodes, max_depth, target=ranked)
     return {**plan, "explore": True}

@@ -66,11 +66,14 @@ def _error_record(exc: BaseException, index: int | None) -> dict:
 
 
 def bfs_plan(functions, start: dict, mission: str, n_actions: int, max_nodes: int,
-             max_depth: int, target: Callable[[dict], int | None] | None = None) -> dict:
+             max_depth: int, target: Callable[[dict], tuple[int, int] | None] | None = None
+             ) -> dict:
     """Breadth-first search over the model for the shortest action sequence that gets reward > 0.
 
-    With ``target``, the search is for the nearest state where ``target(state)`` names an action
-    instead (the plan ends with it), reward or not.
+    With ``target``, the search is for a state where ``target(state)`` names ``(rank, action)``
+    instead (the plan ends with that action), reward or not: the nearest of rank 0 (the search
+    stops there), else the nearest of the lowest rank met before the states, or ``max_nodes``,
+    ran out (one search instead of one per rank, each of which would expand the same states).
 
     Returns:
         ``found``, ``actions`` (the plan), ``predicted`` (per step: next state, reward, done under
@@ -81,6 +84,7 @@ def bfs_plan(functions, start: dict, mission: str, n_actions: int, max_nodes: in
     frontier = deque([(start, state_key(start), 0)])
     expanded = 0
     goal: tuple[str, int] | None = None
+    best: tuple[int, str, int] | None = None  # the target's lowest rank met: (rank, key, action)
     limit_hit = False
     while frontier and goal is None:
         state, key, depth = frontier.popleft()
@@ -90,10 +94,11 @@ def bfs_plan(functions, start: dict, mission: str, n_actions: int, max_nodes: in
             limit_hit = True
             break
         expanded += 1
-        chosen = None if target is None else target(state)
-        if chosen is not None:
-            goal = (key, chosen)
-            break
+        hit = None if target is None else target(state)
+        if hit is not None and (best is None or hit[0] < best[0]):
+            best = (hit[0], key, hit[1])
+            if hit[0] <= 0:
+                break
         for action in range(n_actions):
             next_state, value, done = _simulate(functions, state, action, mission)
             if target is None and value > 0:
@@ -104,6 +109,8 @@ def bfs_plan(functions, start: dict, mission: str, n_actions: int, max_nodes: in
                 continue
             parents[next_key] = (key, action)
             frontier.append((next_state, next_key, depth + 1))
+    if goal is None and best is not None:
+        goal, limit_hit = (best[1], best[2]), False
     if goal is None:
         return {"found": False, "actions": [], "predicted": [], "expanded": expanded,
                 "limit_hit": limit_hit}

@@ -1,0 +1,171 @@
+"""The agent's exploration where its model is silent (`codeworld.agent._explore`), on a world built
+here: a room with a key and a locked door, an agent that turns and moves where it faces, picks up
+what is in front of it and toggles what is in front of it. The mission's step (a toggle holding
+the key, the door in front) is one the agent's data cannot show before it succeeds."""
+
+from __future__ import annotations
+
+import random
+
+from codeworld.agent._config import AgentConfig
+from codeworld.agent._explore import explore_arguments
+from codeworld.agent._loop import LevelResult, WorldCoderAgent
+from codeworld.sandbox import SandboxLimits
+from codeworld.synthesis.fakes import ScriptedLLM
+from codeworld.worlds.objects._rules import rule_program, with_reward
+
+# No wall-clock limit binds before pytest's own hang guard (see tests/test_rules.py).
+UNTIMED_S = 3600.0
+UNTIMED = SandboxLimits(timeout_s=UNTIMED_S, startup_timeout_s=UNTIMED_S)
+
+STEP = {0: (1, 0), 1: (0, 1), 2: (-1, 0), 3: (0, -1)}
+LEFT, RIGHT, FORWARD, PICK, TOGGLE = range(5)
+MISSION = "unlock the gate"
+SIZE = 5  # the room's inner cells are 1..SIZE on both axes; the gate is in the east wall
+
+
+def ahead(state: dict) -> list[int]:
+    me = state["me"]
+    dx, dy = STEP[me["facing"]]
+    return [me["col"] + dx, me["row"] + dy]
+
+
+def thing_at(state: dict, cell: list[int]) -> dict | None:
+    return next((t for t in state["things"] if [t["col"], t["row"]] == cell), None)
+
+
+def room_step(state: dict, action: int) -> tuple[dict, float, bool]:
+    """The room's dynamics: the gate opens to a toggle only with the key of its tint held."""
+    me = dict(state["me"])
+    things = [dict(t) for t in state["things"]]
+    new = {**state, "me": me, "things": things}
+    cell = ahead(state)
+    front = thing_at(new, cell)
+    opened = False
+    if action in (LEFT, RIGHT):
+        me["facing"] = (me["facing"] + (1 if action == RIGHT else -1)) % 4
+    elif action == FORWARD:
+        if cell not in state["blocked"] and front is None:
+            me["col"], me["row"] = cell
+    elif action == PICK:
+        if front is not None and front["sort"] == "key" and me["held"] is None:
+            me["held"] = {"sort": front["sort"], "tint": front["tint"]}
+            things.remove(front)
+    elif action == TOGGLE:
+        held = me["held"]
+        if (front is not None and front["sort"] == "gate" and front["shut"] and held is not None
+                and held["tint"] == front["tint"]):
+            front["shut"] = False
+            opened = True
+    return new, float(opened), opened
+
+
+def room(seed: int) -> dict:
+    """A layout: the key and the agent somewhere in the room, the gate in the east wall."""
+    rng = random.Random(seed)
+    blocked = sorted([x, y] for x in range(SIZE + 2) for y in range(SIZE + 2)
+                     if x in (0, SIZE + 1) or y in (0, SIZE + 1))
+    gate = [SIZE + 1, rng.randint(1, SIZE)]
+    blocked.remove(gate)
+    free = [[x, y] for x in range(1, SIZE + 1) for y in range(1, SIZE + 1)]
+    rng.shuffle(free)
+    tint = rng.choice(["red", "blue"])
+    return {"me": {"col": free[0][0], "row": free[0][1], "facing": rng.randrange(4), "held": None},
+            "blocked": blocked,
+            "things": [{"sort": "key", "tint": tint, "col": free[1][0], "row": free[1][1]},
+                       {"sort": "gate", "tint": tint, "col": gate[0], "row": gate[1], "shut": True}]}
+
+
+class GateRoom:
+    """The room as an agent environment (the layout of each episode from its seed)."""
+
+    n_actions = 5
+    action_names = ("turn left", "turn right", "forward", "pick up", "toggle")
+    description = ("A room: the agent turns, moves to the cell it faces unless something is "
+                   "there, picks up the thing it faces and toggles the thing it faces.")
+    name = "gateroom"
+    family = "gateroom"
+    max_steps = 60
+
+    def __init__(self):
+        self.state: dict = {}
+
+    def reset(self, seed: int | None = None) -> tuple[dict, str]:
+        self.state = room(seed or 0)
+        return self.state, MISSION
+
+    def step(self, action: int) -> tuple[dict, float, bool, bool]:
+        self.state, reward, done = room_step(self.state, action)
+        return self.state, reward, done, False
+
+    def close(self) -> None:
+        pass
+
+
+REWARD = '''def reward(state, action, next_state, mission):
+    before = [t for t in state["things"] if t["sort"] == "gate" and t["shut"]]
+    after = [t for t in next_state["things"] if t["sort"] == "gate" and t["shut"]]
+    if len(after) < len(before):
+        return 1.0, True
+    return 0.0, False
+'''
+
+
+def play(steps: int, seed: int) -> list[dict]:
+    """Random play over fresh layouts, in which no toggle is tried while holding the key and
+    facing the gate (the step the mission needs stays unseen)."""
+    rng = random.Random(seed)
+    state, data, episode = room(seed * 1000), [], 0
+    for _ in range(steps):
+        action = rng.randrange(GateRoom.n_actions)
+        front = thing_at(state, ahead(state))
+        if (action == TOGGLE and state["me"]["held"] is not None and front is not None
+                and front["sort"] == "gate"):
+            action = FORWARD
+        nxt, reward, done = room_step(state, action)
+        data.append({"state": state, "action": action, "next_state": nxt, "reward": reward,
+                     "done": done, "mission": MISSION})
+        state = nxt
+        if done or rng.random() < 0.04:
+            episode += 1
+            state = room(seed * 1000 + episode)
+    return data
+
+
+def test_the_exploration_bonus_counts_what_is_in_front_not_where_the_agent_stands():
+    # with the key held, the agent has tried every action facing an empty cell and a wall, but
+    # never faced the gate: the model says nothing of a toggle there, and the one pair left to
+    # try is at the gate, however many cells and headings of the room were never tried
+    data = play(1500, seed=1)
+    assert not any(t["reward"] for t in data)
+    start = room(7)
+    key = start["things"][0]
+    start = {**start, "me": {"col": 1, "row": 1, "facing": 2, "held": {"sort": "key", "tint": key["tint"]}},
+             "things": start["things"][1:]}
+    gate = start["things"][0]
+    env = GateRoom()
+    with WorldCoderAgent(ScriptedLLM([]), AgentConfig(eval_timeout_s=UNTIMED_S),
+                         limits=UNTIMED) as agent:
+        agent.data = data
+        agent.program = with_reward(rule_program(data), REWARD)
+        args = explore_arguments(data, MISSION, start, GateRoom.action_names)
+        plan = agent.plan(env, start, MISSION, LevelResult("gateroom"))
+    assert args["coarse"]["front"]["located"] == [[["things"], ["col", "row"]]]
+    assert plan is not None and plan["explore"]
+    # the plan walks to the gate and tries an action never tried there with the key held
+    last = ([start] + [p["next_state"] for p in plan["predicted"]])[-2]
+    assert ahead(last) == [gate["col"], gate["row"]] and last["me"]["held"] is not None
+    assert plan["actions"][-1] in (PICK, TOGGLE) and len(plan["actions"]) >= 4
+
+
+def test_the_agent_opens_the_gate_with_the_reward_written_from_the_mission():
+    # the transition is the rule model's, learned from the agent's own steps; the scripted LLM
+    # writes only the reward (from the mission); the mission's step is never seen before it
+    # succeeds, so only exploration toward it gets there
+    config = AgentConfig(epsilon=0.0, max_env_steps=60, max_llm_calls=2, rewrite_calls=1,
+                         reliable_successes=1, max_episode_steps=60, eval_timeout_s=UNTIMED_S,
+                         plan_max_nodes=3000, plan_max_depth=40)
+    with WorldCoderAgent(ScriptedLLM(lambda call, messages: f"```python\n{REWARD}```\n"), config,
+                         limits=UNTIMED) as agent:
+        result = agent.run_level(GateRoom(), [2])
+    assert result.successes == 1, result.episode_log
