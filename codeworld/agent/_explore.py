@@ -78,10 +78,9 @@ def front_of(model: RuleModel, data: list[dict]) -> dict | None:
 
 
 def front_values(state: Any, front: dict) -> list:
-    """What is on the cell in front in ``state`` (see `front_of`): for each list of cells,
-    whether the cell is in it; for each list of dicts on cells, its element there without its
-    position (None: none)."""
-    state = normalize_state(state)
+    """What is on the cell in front in ``state`` (in its canonical form, `normalize_state`; see
+    `front_of`): for each list of cells, whether the cell is in it; for each list of dicts on
+    cells, its element there without its position (None: none)."""
     numbers = [_value_at(state, p) for p in front["position"]]
     position = numbers[0] if len(numbers) == 1 else numbers
     step = next((v for k, v in front["table"] if k == _value_at(state, front["key"])), None)
@@ -102,8 +101,8 @@ def front_values(state: Any, front: dict) -> list:
 def situation_values(state: Any, paths: list[Path], front: dict | None = None) -> list:
     """The values at ``paths`` in ``state`` (None where it has none), and with ``front`` what is
     on the cell in front (`front_values`)."""
-    values = [_value_at(normalize_state(state), path) for path in paths]
-    return values + (front_values(state, front) if front else [])
+    state = normalize_state(state)
+    return [_value_at(state, path) for path in paths] + (front_values(state, front) if front else [])
 
 
 def situation(state: Any, paths: list[Path], front: dict | None = None) -> str:
@@ -171,22 +170,28 @@ def explore_arguments(data: list[dict], mission: str, state: dict,
 
 
 def unseen_target(paths: list, seen: list, order: list, focus: list | None,
-                  front: dict | None = None):
+                  front: dict | None = None, least: int = 1):
     """The planner's target (see `codeworld.worlds.objects._ops.bfs_plan`): in a state, the first
     action of ``order`` never recorded in the agent's situation there (and, with ``focus``, only
-    in a situation holding one of those names, however deep: a held key's colour), else None."""
-    seen_set = {(int(a), s) for a, s in seen}
+    in a situation where at least ``least`` of its values hold one of those names, however deep:
+    a held key's colour, the door in front), else None."""
+    pick = _unseen(seen, order, focus, least)
     paths = [tuple(p) for p in paths]
+    return lambda state: pick(situation_values(state, paths, front))
+
+
+def _unseen(seen: list, order: list, focus: list | None, least: int):
+    """`unseen_target` on the situation's values (computed once for many of these)."""
+    seen_set = {(int(a), s) for a, s in seen}
     names = set(focus or ())
 
-    def target(state: dict) -> int | None:
-        values = situation_values(state, paths, front)
-        if names and not names & _names_in(values):
+    def pick(values: list, where: str | None = None) -> int | None:
+        if names and sum(bool(names & _names_in(v)) for v in values) < least:
             return None
-        where = json.dumps(values, sort_keys=True)
+        where = json.dumps(values, sort_keys=True) if where is None else where
         return next((a for a in order if (a, where) not in seen_set), None)
 
-    return target
+    return pick
 
 
 def op_plan_explore(ctx, source: str, state: dict, mission: str, n_actions: int, paths: list,
@@ -196,23 +201,30 @@ def op_plan_explore(ctx, source: str, state: dict, mission: str, n_actions: int,
     """A plan to reward under the model (`bfs_plan`); where there is none, a plan to an action
     never tried in the agent's situation (``explore`` True in the answer): first an action the
     mission names in a situation it points at (however far), then any action there, then any
-    action anywhere; with ``coarse``, over the coarse situations first (what is in front), then
-    over the fine ones. Runs in the sandbox worker."""
+    action anywhere; situations where more of the situation's values hold what the mission
+    points at (the key it holds and the door in front) before those with fewer; with
+    ``coarse``, over the coarse situations first (what is in front), then over the fine ones.
+    Runs in the sandbox worker."""
     functions = _load(ctx, source)
-    plan = bfs_plan(functions, state, mission, n_actions, max_nodes, max_depth)
-    if plan["found"] or not paths:
-        return plan
+    if not paths:
+        return bfs_plan(functions, state, mission, n_actions, max_nodes, max_depth)
     order = list(range(n_actions)) if order is None else order
-    stages = ([(list(named), focus)] if named and focus else []) + (
-        [(order, focus)] if focus else []) + [(order, None)]
     views = ([(coarse["paths"], coarse["seen"], coarse["front"])] if coarse else []) + [
         (paths, seen, None)]
-    targets = [unseen_target(where, tried, actions, names, front)
-               for where, tried, front in views for actions, names in stages]
+    picks = []  # (view, stage): in the order of their ranks
+    for view, (where, tried, front) in enumerate(views):
+        size = len(where) + (len(front["cells"]) + len(front["located"]) if front else 0)
+        stages = [(actions, focus, least) for least in range(size, 0, -1) if focus
+                  for actions in ([list(named)] if named else []) + [order]] + [(order, None, 1)]
+        picks += [(view, _unseen(tried, actions, names, least)) for actions, names, least in stages]
+    views = [([tuple(p) for p in where], front) for where, _, front in views]
 
     def ranked(s: dict) -> tuple[int, int] | None:  # the first stage that has a target there
+        values = [situation_values(s, where, front) for where, front in views]
+        keys = [json.dumps(v, sort_keys=True) for v in values]
         return next(((rank, action) for rank, action in
-                     ((r, t(s)) for r, t in enumerate(targets)) if action is not None), None)
+                     ((r, pick(values[v], keys[v])) for r, (v, pick) in enumerate(picks))
+                     if action is not None), None)
 
-    plan = bfs_plan(functions, state, mission, n_actions, max_nodes, max_depth, target=ranked)
-    return {**plan, "explore": True}
+    return bfs_plan(functions, state, mission, n_actions, max_nodes, max_depth, target=ranked,
+                    reward_first=True)

@@ -66,19 +66,23 @@ def _error_record(exc: BaseException, index: int | None) -> dict:
 
 
 def bfs_plan(functions, start: dict, mission: str, n_actions: int, max_nodes: int,
-             max_depth: int, target: Callable[[dict], tuple[int, int] | None] | None = None
-             ) -> dict:
+             max_depth: int, target: Callable[[dict], tuple[int, int] | None] | None = None,
+             reward_first: bool = False) -> dict:
     """Breadth-first search over the model for the shortest action sequence that gets reward > 0.
 
     With ``target``, the search is for a state where ``target(state)`` names ``(rank, action)``
     instead (the plan ends with that action), reward or not: the nearest of rank 0 (the search
     stops there), else the nearest of the lowest rank met before the states, or ``max_nodes``,
     ran out (one search instead of one per rank, each of which would expand the same states).
+    With ``reward_first`` as well, reward anywhere in reach comes before every target: the
+    search goes on past the targets until it finds reward or runs out (one search where a
+    search for reward and then one for a target would expand the same states twice).
 
     Returns:
         ``found``, ``actions`` (the plan), ``predicted`` (per step: next state, reward, done under
         the model), ``expanded`` (states expanded) and ``limit_hit`` (the search stopped at
-        ``max_nodes`` rather than exhausting the reachable states).
+        ``max_nodes`` rather than exhausting the reachable states); with ``target``,
+        ``explore`` (the plan goes to a target, not to reward).
     """
     parents: dict[str, tuple[str, int] | None] = {state_key(start): None}
     frontier = deque([(start, state_key(start), 0)])
@@ -97,11 +101,11 @@ def bfs_plan(functions, start: dict, mission: str, n_actions: int, max_nodes: in
         hit = None if target is None else target(state)
         if hit is not None and (best is None or hit[0] < best[0]):
             best = (hit[0], key, hit[1])
-            if hit[0] <= 0:
+            if hit[0] <= 0 and not reward_first:
                 break
         for action in range(n_actions):
             next_state, value, done = _simulate(functions, state, action, mission)
-            if target is None and value > 0:
+            if (target is None or reward_first) and value > 0:
                 goal = (key, action)
                 break
             next_key = state_key(next_state)
@@ -109,11 +113,12 @@ def bfs_plan(functions, start: dict, mission: str, n_actions: int, max_nodes: in
                 continue
             parents[next_key] = (key, action)
             frontier.append((next_state, next_key, depth + 1))
+    explore = {} if target is None else {"explore": goal is None and best is not None}
     if goal is None and best is not None:
         goal, limit_hit = (best[1], best[2]), False
     if goal is None:
         return {"found": False, "actions": [], "predicted": [], "expanded": expanded,
-                "limit_hit": limit_hit}
+                "limit_hit": limit_hit, **explore}
     actions = [goal[1]]
     link = parents[goal[0]]
     while link is not None:
@@ -125,7 +130,7 @@ def bfs_plan(functions, start: dict, mission: str, n_actions: int, max_nodes: in
         state, value, done = _simulate(functions, state, action, mission)
         predicted.append({"next_state": state, "reward": value, "done": done})
     return {"found": True, "actions": actions, "predicted": predicted, "expanded": expanded,
-            "limit_hit": False}
+            "limit_hit": False, **explore}
 
 
 def check_transitions(functions, transitions: list[dict], max_mismatches: int = 3) -> dict:
