@@ -65,3 +65,5 @@ def test_demo_reports_a_synthesis_that_could_not_run(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert code == 1
     assert "not measured: synthesis stopped" in printed
+    # nothing was run: no run directory is left, and none is pointed at
+    assert not (tmp_path / "d").exists() and "inspect with" not in printed

@@ -71,7 +71,8 @@ def run(args: argparse.Namespace) -> int:
     table.close((time.perf_counter() - started) / 60, out)
     print("\nresult")
     print(table.text())
-    print(f"\nrun directory: {out}  (inspect with: {codeworld_command()} show {out})")
+    if out.is_dir():  # a run whose LLM or world could not be set up leaves none
+        print(f"\nrun directory: {out}  (inspect with: {codeworld_command()} show {out})")
     return 0 if not table.missing else 1
 
 
