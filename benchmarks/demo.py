@@ -49,6 +49,7 @@ def main(argv: list[str] | None = None) -> int:
             sys.exit(f"demo.py: codeworld demo exited with {done.returncode}")
         record = json.loads((run_dir / "demo.json").read_text())
     sound, paper, plan = record["score_sound"], record["score_paper"], record["planning"]
+    outcomes = record.get("calls_by_outcome")
     meta = {"command": "python benchmarks/demo.py " + " ".join(argv if argv is not None else sys.argv[1:]),
             "commit": code_version(), "engine": args.engine, "fresh_cache": not args.keep_cache,
             "wall_minutes": round(wall / 60, 2), "cpus": os.cpu_count()}
@@ -61,6 +62,9 @@ def main(argv: list[str] | None = None) -> int:
         "| figure | value |", "|---|---|",
         f"| wall time of `codeworld demo` (install not counted) | {meta['wall_minutes']:.1f} min |",
         f"| LLM calls, tokens | {record['calls']}, {record['tokens']:,} |",
+        *([f"| calls by outcome: new, copies, buggy (copies asked again within their calls) "
+           f"| {outcomes['new']}, {outcomes['copy']}, {outcomes['buggy']} "
+           f"({record.get('resamples', 0)}) |"] if outcomes else []),
         f"| held-out accuracy, sound rule (floor, ceiling) | {sound['model']:.4f} "
         f"({sound['floor']:.4f}, {sound['ceiling']:.4f}) |",
         f"| held-out strict accuracy | {sound['strict']:.4f} |",

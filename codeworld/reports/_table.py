@@ -68,14 +68,17 @@ def add_synthesis(table: ResultTable, result: Any, *, budget: int, time_limit: f
              else "")
     table.add("LLM calls", f"{acc.calls} of {budget} ({acc.cached_calls} from cache, "
                            f"{acc.replayed_calls} saved{limit}): {acc.new_programs} new "
-                           f"programs, {acc.duplicates} copies, {acc.buggy_programs} buggy")
+                           f"programs, {acc.duplicates} copies, {acc.buggy_programs} buggy"
+                           + (f" ({acc.resamples} copies asked again within their calls)"
+                              if acc.resamples else ""))
     table.add("tokens", f"{acc.tokens:,} (prompt {acc.prompt_tokens:,}, completion "
                         f"{acc.completion_tokens:,})")
     table.data.update(calls=acc.calls, stopped_by_time_limit=acc.stopped_by_time_limit,
                       tokens=acc.tokens, prompt_tokens=acc.prompt_tokens,
                       completion_tokens=acc.completion_tokens, llm_seconds=acc.llm_seconds,
                       calls_by_outcome={"new": acc.new_programs, "copy": acc.duplicates,
-                                        "buggy": acc.buggy_programs})
+                                        "buggy": acc.buggy_programs},
+                      resamples=acc.resamples)
     if result.best_program is None:
         table.missing.append("no program was written")
         return
