@@ -164,7 +164,7 @@ def test_the_agent_opens_the_gate_with_the_reward_written_from_the_mission():
     # succeeds, so only exploration toward it gets there
     config = AgentConfig(epsilon=0.0, max_env_steps=60, max_llm_calls=2, rewrite_calls=1,
                          reliable_successes=1, max_episode_steps=60, eval_timeout_s=UNTIMED_S,
-                         plan_max_nodes=3000, plan_max_depth=40)
+                         plan_max_nodes=1500, plan_max_depth=40)
     with WorldCoderAgent(ScriptedLLM(lambda call, messages: f"```python\n{REWARD}```\n"), config,
                          limits=UNTIMED) as agent:
         result = agent.run_level(GateRoom(), [2])
