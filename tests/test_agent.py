@@ -11,6 +11,7 @@ from codeworld.agent._loop import WorldCoderAgent, nearest_missions
 from codeworld.agent._minigrid_env import MiniGridEnv
 from codeworld.agent._reference import MINIGRID_MODEL, SOKOBAN_MODEL
 from codeworld.agent._sokoban import make_sokoban
+from codeworld.synthesis.config import SamplingConfig
 from codeworld.sandbox import Sandbox
 from codeworld.synthesis.fakes import ScriptedLLM
 
@@ -46,7 +47,10 @@ def config(**changes):
     # change what is asked and where the agent goes, are off here (tests/test_rules.py has them)
     base = dict(epsilon=0.0, max_env_steps=60, max_llm_calls=6, rewrite_calls=3,
                 reliable_successes=2, max_episode_steps=20, eval_timeout_s=20.0,
-                rule_model=False, explore_unseen=False)
+                rule_model=False, explore_unseen=False,
+                # one answer per call: the script is read call by call (a copy asked again within
+                # its call is tests/test_copy_resamples.py's)
+                sampling=SamplingConfig(temperature=0.7, max_tokens=1200, copy_resamples=0))
     base.update(changes)
     return AgentConfig(**base)
 

@@ -13,6 +13,7 @@ from codeworld.agent._household import (ACTIONS, DESCRIPTION, LEVELS, TASK_KINDS
                                        make_state, step_state)
 from codeworld.worlds.objects._ops import op_evaluate
 from codeworld.agent._reference import HOUSEHOLD_MODEL, REFERENCE_MODELS
+from codeworld.synthesis.config import SamplingConfig
 from codeworld.sandbox import Sandbox, SandboxLimits
 from codeworld.synthesis.fakes import ScriptedLLM
 
@@ -318,7 +319,9 @@ class Script:
 
 def agent_config(**changes):
     base = dict(epsilon=0.0, max_env_steps=60, max_llm_calls=3, rewrite_calls=2,
-                reliable_successes=1, max_episode_steps=50, eval_timeout_s=UNTIMED_S)
+                reliable_successes=1, max_episode_steps=50, eval_timeout_s=UNTIMED_S,
+                # one answer per call: the script is read call by call
+                sampling=SamplingConfig(temperature=0.7, max_tokens=1200, copy_resamples=0))
     base.update(changes)
     return AgentConfig(**base)
 
@@ -345,11 +348,20 @@ def test_without_optimism_a_model_that_never_predicts_reward_is_kept_and_play_fa
     level = make_household("place")
     script = Script([never])
     # (a small planner budget: under this model no plan exists, and the agent replans each step)
-    config = agent_config(optimism=False, plan_max_nodes=30, rule_model=False)  # the LLM's model
+    config = agent_config(optimism=False, explore_unseen=False, plan_max_nodes=30,
+                          rule_model=False)  # the LLM's model, and no exploration
     with WorldCoderAgent(script.llm, config, limits=UNTIMED) as agent:
         result = agent.run_level(level)
     assert result.llm_calls == 1 and result.first_success is None  # nothing ever contradicts it
     assert result.env_steps == 60
+    # exploration toward what the mission names reaches the reward without optimism: the success
+    # contradicts the model, and the rewrite is asked for
+    script = Script([never, HOUSEHOLD_MODEL])
+    with WorldCoderAgent(script.llm, agent_config(optimism=False, plan_max_nodes=30, rule_model=False),
+                         limits=UNTIMED) as agent:
+        result = agent.run_level(level)
+    assert result.first_success is not None and result.llm_calls == 2
+    assert result.rewrites[1]["reason"] == "contradicted by a new transition"
     script = Script([never, HOUSEHOLD_MODEL])
     with WorldCoderAgent(script.llm, agent_config(plan_max_nodes=3000), limits=UNTIMED) as agent:
         result = agent.run_level(level)
