@@ -101,7 +101,7 @@ def test_synthesize_writes_the_keys_it_wrote_before(tmp_path):
     assert data["config"]["assist"].pop("beyond_steps") is None  # the planner's lookahead
     assert data["config"]["assist"].pop("regression_seconds") == 10.0  # the regression's cap
     assert data["config"].pop("stall_limit") == 2  # GIF-MCTS's stall limit, added since
-    assert data["config"]["sampling"].pop("copy_resamples") == 2  # copies asked again, since
+    assert data["config"]["sampling"].pop("copy_resamples") == 0  # a setting added since, off
     assert {k: data[k] for k in ("method", "env_id", "seed", "mode", "buffer", "timeout_s",
                                  "config", "status")} \
         == {k: before[k] for k in ("method", "env_id", "seed", "mode", "buffer", "timeout_s",
