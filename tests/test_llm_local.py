@@ -51,6 +51,28 @@ def test_local_model_writes_a_cartpole_step(tmp_path):
     assert llm.accounting.calls == 1 and llm.accounting.cache_hits == 1
     assert llm.accounting.cost_usd == 0.0
 
+    # After a copy, another first line (`_other_line`): each line's request stops at its newline,
+    # and the answer goes on from the prefill plus the new line.
+    from codeworld.llm._other_line import code_of, complete_with_other_line, first_line
+
+    sent = []
+
+    class Recording:
+        def complete(self, messages, **kwargs):
+            answer = llm.complete(messages, **kwargs)
+            sent.append((kwargs, answer))
+            return answer
+
+    avoid = first_line(completion.text)
+    answer, note = complete_with_other_line(Recording(), messages, avoid, tries=4, line_seeds=[1, 2, 3, 4],
+                                            temperature=1.0, seed=0, max_tokens=60, stop=["\n```"])
+    lines = [a.text for kwargs, a in sent if kwargs.get("stop") == ["\n"]]
+    assert 1 <= len(lines) == note["line_tries"] <= 4 and all("\n" not in text for text in lines)
+    if note["other_line"]:
+        assert code_of(first_line(answer.text)) not in ("", code_of(avoid))
+        assert answer.text.startswith(lines[-1] + "\n")
+    assert answer.completion_tokens == sum(a.completion_tokens for _, a in sent)  # every request counted
+
     # The verified model file is reused, not joined again.
     assert local.ensure_model_file() == model_file
     assert model_file.stat().st_mtime_ns == stamp
