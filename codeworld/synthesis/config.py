@@ -30,9 +30,8 @@ class SamplingConfig:
             most this many times, and keeps the first answer that is no copy (else the first
             answer); the call's record lists the copies it asked again for (``resampled``).
             Not at temperature 0 (greedy decoding repeats itself), not after the session's
-            time limit; 0 (the default): never. Measured on the demo (CartPole, 12 calls of the
-            embedded model, one seed) with 2: copies 9 -> 2, the best program the same (the data
-            model), the demo's time 4.5 -> 8.2 minutes (``benchmarks/results/demo_copy_resamples.md``).
+            time limit; 0 (the default): never (its cost and effect, measured:
+            ``docs/synthesis.md``).
     """
 
     temperature: float = 1.0
