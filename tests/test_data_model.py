@@ -164,6 +164,56 @@ def test_rules_read_the_parts_of_a_packed_whole_number():
     assert (rewards_p == rewards2).all() and (dones == ends2).all()
 
 
+def _walled(n: int, seed: int):
+    """A 6 x 4 grid packed into one integer with a tag that never changes
+    (``code = (row * 4 + col) * 3 + tag``): actions move down, up, right, left (code +12, -12,
+    +3, -3); the grid's edges and a wall between columns 1 and 2 on rows 0 to 2 block moves
+    (the code stays); the reward is -5 for a blocked move, else -1. Random walks of 20 steps."""
+    rng = np.random.default_rng(seed)
+    obs, actions, nxt, rewards = [], [], [], []
+    while len(obs) < n:
+        row, col, tag = int(rng.integers(6)), int(rng.integers(4)), int(rng.integers(3))
+        for _ in range(20):
+            a = int(rng.integers(4))
+            r2, c2 = row + (1, -1, 0, 0)[a], col + (0, 0, 1, -1)[a]
+            blocked = (not (0 <= r2 < 6 and 0 <= c2 < 4)
+                       or (row <= 2 and {col, c2} == {1, 2}))
+            if blocked:
+                r2, c2 = row, col
+            obs.append([(row * 4 + col) * 3 + tag])
+            actions.append(a)
+            nxt.append([(r2 * 4 + c2) * 3 + tag])
+            rewards.append(-5.0 if blocked else -1.0)
+            row, col = r2, c2
+    obs, nxt = np.array(obs[:n], dtype=np.float64), np.array(nxt[:n], dtype=np.float64)
+    return obs, np.array(actions[:n]), nxt, np.array(rewards[:n]), np.zeros(n, dtype=bool)
+
+
+def test_walls_in_a_packed_code_are_learned_on_its_decoded_parts():
+    # few transitions per cell and move: a rule over the code's row and column (its parts at
+    # the place values its moves show) holds in cells the walks did not block; a rule over any
+    # remainder that happens to fit does not
+    obs, actions, nxt, rewards, ends = _walled(300, seed=0)
+    model = _model(obs, actions, nxt, rewards, ends, n_actions=4, atol=0.0)
+    # the column is a decoded part; the edges are where the rule's value leaves the grid, not a
+    # list of the values seen there
+    assert "(observation // 3) % 4" in model.source and " in (" not in model.source, model.source
+    assert model.reward["exact"] == 1.0 and model.components[0]["exact"] == 1.0
+    cells = [[(r * 4 + c) * 3 + t] for r in range(6) for c in range(4) for t in range(3)]
+    every = np.array([cell for cell in cells for _ in range(4)], dtype=np.float64)
+    moves = np.tile(np.arange(4), len(cells))
+    truth = np.empty_like(every)
+    for k, (code, a) in enumerate(zip(every[:, 0].astype(int), moves)):
+        row, col, tag = code // 12, (code // 3) % 4, code % 3
+        r2, c2 = row + (1, -1, 0, 0)[a], col + (0, 0, 1, -1)[a]
+        if not (0 <= r2 < 6 and 0 <= c2 < 4) or (row <= 2 and {col, c2} == {1, 2}):
+            r2, c2 = row, col
+        truth[k, 0] = (r2 * 4 + c2) * 3 + tag
+    states, rewards_p, _ = _run(_program(model.source), every, moves)
+    assert np.mean(states[:, 0] == truth[:, 0]) >= 0.97  # 0.89 with the values listed
+    assert np.all((rewards_p == -5.0) == (states[:, 0] == every[:, 0]))
+
+
 def test_a_rule_never_true_on_the_data_is_not_written():
     obs, actions, nxt, _, _ = _rail(200, seed=2)
     rewards = np.full(len(obs), -1.0)

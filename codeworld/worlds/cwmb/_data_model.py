@@ -101,7 +101,8 @@ def build_data_model(scaffold: Scaffold, obs, actions, next_obs, rewards, termin
             equations (`codeworld.worlds.cwmb._relations.description_terms`).
     """
     from codeworld.worlds.cwmb._relations import (MANY_REWARD_VALUES, find_relations,
-                                                 find_reward_relation, relation_values)
+                                                 find_reward_relation, formula_values,
+                                                 relation_values)
     from codeworld.worlds.cwmb._rules import component_rule, done_rule, literal, reward_rule
 
     obs = np.asarray(obs, dtype=np.float64)
@@ -143,6 +144,16 @@ def build_data_model(scaffold: Scaffold, obs, actions, next_obs, rewards, termin
         if exact < 1.0 and scaffold.is_int(i):
             fix = component_rule(i, refs, rule, obs, actions, next_obs, discrete=discrete,
                                  n_actions=n_actions, atol=state_atol, rtol=state_rtol)
+            if relation is not None and relation.cases:
+                # the exceptions as a tree over the state and the rule's value, not as a list of
+                # the values seen, where that is right as often (it holds on values not seen)
+                plain_rule = formula_values(relation.formula, obs, actions, refs,
+                                            discrete=discrete, new_obs=next_obs)
+                other = component_rule(i, refs, plain_rule, obs, actions, next_obs,
+                                       discrete=discrete, n_actions=n_actions, atol=state_atol,
+                                       rtol=state_rtol)
+                if other is not None and other.exact >= (exact if fix is None else fix.exact):
+                    lines, fix = [f"    {new} = {relation.formula}\n"], other
             if fix is not None:
                 if not lines:
                     lines = [f"    {new} = {ref}\n"]

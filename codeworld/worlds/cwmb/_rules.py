@@ -28,6 +28,8 @@ _MAX_DEPTH = 6          # the deepest tree tried
 _MAX_LEAVES = 16        # and at most this many leaves
 _MODULI = tuple(range(2, 11))   # remainders by these
 _MAX_DECODED = 4000     # at most this many decoded features in all
+_FEW_INPUTS = 2         # a rule over this many inputs is sought first ...
+_FEW_FROM = 40          # ... among at most this many plain and place-value features
 FEW_VALUES = 16         # a reward of at most this many values is learned as a tree
 
 
@@ -61,17 +63,29 @@ class Features:
             ``action == 2``, ``(x // 20) % 5``).
         binary: per column, whether it only takes 0 and 1 (a condition: ``action == 2``).
         whole: per column, whether its values are whole numbers.
+        level: per column, how far it is from the plain names: 0 for a component, a new one, a
+            change or an action; 1 for a part of a packed code at the place values its changes
+            show (`place_values`); 2 for any other quotient or remainder. Rules are learned on
+            the lowest levels that make them right (`_learn`).
     """
 
     values: np.ndarray
     exprs: tuple[str, ...]
     binary: tuple[bool, ...]
     whole: tuple[bool, ...]
+    level: tuple[int, ...] = ()
 
     def select(self, keep: np.ndarray) -> "Features":
         keep = np.flatnonzero(keep)
+        level = self.level or (0,) * len(self.exprs)
         return Features(self.values[:, keep], tuple(self.exprs[k] for k in keep),
-                        tuple(self.binary[k] for k in keep), tuple(self.whole[k] for k in keep))
+                        tuple(self.binary[k] for k in keep), tuple(self.whole[k] for k in keep),
+                        tuple(level[k] for k in keep))
+
+    def upto(self, level: int) -> "Features":
+        """The features of at most `level`."""
+        return self.select(np.array([v <= level for v in self.level or (0,) * len(self.exprs)],
+                                    dtype=bool))
 
 
 def _smooth(limit: int, primes=(2, 3, 5, 7)) -> list[int]:
@@ -86,16 +100,65 @@ def _smooth(limit: int, primes=(2, 3, 5, 7)) -> list[int]:
     return sorted(found - {1})
 
 
+def place_values(obs, next_obs, *, min_count: int = 2, most: int = 4,
+                 cover: float = 0.9) -> dict[int, tuple[int, ...]]:
+    """Per whole-number component that moves like a packed code, the sizes of its changes
+    (``abs(new - old)``): where one integer packs several parts, a change of one part moves it
+    by that part's place value (a step along a row by the row's), so its parts are ``x // k``
+    and ``(x // k) % (K // k)`` for two such sizes ``k < K``. A component moves like a packed
+    code when at most `most` sizes (each seen on `min_count` transitions or more) make up
+    `cover` of its changes; a sum that grows by many different amounts does not."""
+    old = np.asarray(obs, dtype=np.float64)
+    new = np.asarray(next_obs, dtype=np.float64)
+    out: dict[int, tuple[int, ...]] = {}
+    for j in range(old.shape[1] if old.ndim == 2 else 0):
+        a, b = old[:, j], new[:, j]
+        if not (np.all(a == np.round(a)) and np.all(b == np.round(b))):
+            continue
+        steps = np.abs(b - a)
+        steps = steps[steps > 0].astype(np.int64)
+        if not len(steps):
+            continue
+        sizes, counts = np.unique(steps, return_counts=True)
+        order = np.argsort(-counts, kind="stable")
+        covered = np.cumsum(counts[order]) / len(steps)
+        needed = int(np.searchsorted(covered, cover - 1e-12)) + 1
+        keep = [int(sizes[i]) for i in order[:needed] if counts[i] >= min_count]
+        if needed <= most and keep:
+            out[j] = tuple(sorted(keep))
+    return out
+
+
+def _place_parts(name: str, sizes: tuple[int, ...]) -> list[tuple[str, int, int]]:
+    """The parts of a packed code at place values `sizes`: ``(expr, k, m)`` for ``(x // k) % m``
+    (``m`` 0: no remainder; ``k`` 1: no quotient)."""
+    sizes = tuple(sorted(set(sizes)))
+    parts = []
+    for k in sizes:
+        if k > 1:
+            parts.append((f"{name} // {k}", k, 0))
+        for big in sizes:
+            if big > k and big % k == 0:
+                parts.append((f"({name} // {k}) % {big // k}" if k > 1 else f"{name} % {big}",
+                              k, big // k))
+    small = sizes[0] if sizes else 1
+    if small > 1:
+        parts.append((f"{name} % {small}", 1, small))
+    return parts
+
+
 def _paren(expr: str) -> str:
     return expr if expr.isidentifier() or re.fullmatch(r"[\w\[\]]+", expr) else f"({expr})"
 
 
 def features(obs, actions, *, names, discrete: bool, n_actions: int = 0, next_obs=None,
-             decode: bool = True) -> Features:
+             decode: bool = True, places: dict[int, tuple[int, ...]] | None = None) -> Features:
     """The candidate inputs of a rule: each old component (its name), each new one
-    (``new_<name>``, with `next_obs`), the action (``action == k`` for each discrete action,
-    ``action[j]`` for a continuous one); with `decode`, for every whole-number component of at
-    least 4 values, ``x % m`` and ``x // k`` and ``(x // k) % m`` for small ``m`` and ``k``."""
+    (``new_<name>``, with `next_obs`) and its change (``new_<name> - <name>``), the action
+    (``action == k`` for each discrete action, ``action[j]`` for a continuous one); with
+    `decode`, for every whole-number component of at least 4 values, its parts at the place
+    values `places` gives it (`place_values`; level 1), then ``x % m`` and ``x // k`` and
+    ``(x // k) % m`` for small ``m`` and ``k`` (level 2)."""
     old = np.asarray(obs, dtype=np.float64)
     n, d = old.shape
     columns: list[np.ndarray] = []
@@ -107,6 +170,12 @@ def features(obs, actions, *, names, discrete: bool, n_actions: int = 0, next_ob
             if np.ptp(values[:, j]):
                 columns.append(values[:, j])
                 exprs.append(prefix + names[j])
+    if next_obs is not None:
+        change = parts[1][1] - old
+        for j in range(d):
+            if np.ptp(change[:, j]) and np.ptp(old[:, j]) and np.ptp(parts[1][1][:, j]):
+                columns.append(change[:, j])
+                exprs.append(f"new_{names[j]} - {names[j]}")
     a = np.asarray(actions)
     if discrete:
         a = a.reshape(n).astype(np.int64)
@@ -120,8 +189,23 @@ def features(obs, actions, *, names, discrete: bool, n_actions: int = 0, next_ob
             if np.ptp(a[:, j]):
                 columns.append(a[:, j])
                 exprs.append(f"action[{j}]")
+    level = [0] * len(columns)
     if decode:
+        for prefix, values in parts:
+            for j, sizes in (places or {}).items():
+                v = values[:, j]
+                if not (np.all(v == np.round(v)) and v.min() >= 0 and np.ptp(v) >= 4):
+                    continue
+                name = _paren(prefix + names[j])
+                for expr, k, m in _place_parts(name, sizes):
+                    q = v // k if k > 1 else v
+                    col = q % m if m else q
+                    if np.ptp(col) and expr not in exprs:
+                        columns.append(col)
+                        exprs.append(expr)
+                        level.append(1)
         decoded = 0
+        seen = set(exprs)
         for prefix, values in parts:
             for j in range(d):
                 v = values[:, j]
@@ -132,15 +216,18 @@ def features(obs, actions, *, names, discrete: bool, n_actions: int = 0, next_ob
                 for k in [1] + _smooth(top // 2):
                     q = v // k if k > 1 else v
                     base = f"{_paren(name)} // {k}" if k > 1 else name
-                    if k > 1 and np.ptp(q):
+                    if k > 1 and np.ptp(q) and base not in seen:
                         columns.append(q)
                         exprs.append(base)
+                        level.append(2)
                     for m in _MODULI:
                         if m <= q.max():
                             r = q % m
-                            if np.ptp(r):
+                            expr = f"{_paren(base)} % {m}"
+                            if np.ptp(r) and expr not in seen:
                                 columns.append(r)
-                                exprs.append(f"{_paren(base)} % {m}")
+                                exprs.append(expr)
+                                level.append(2)
                     decoded += 1
                     if len(columns) > _MAX_DECODED:
                         break
@@ -149,13 +236,7 @@ def features(obs, actions, *, names, discrete: bool, n_actions: int = 0, next_ob
     values = np.stack(columns, axis=1) if columns else np.zeros((n, 0))
     binary = tuple(bool(np.isin(c, (0.0, 1.0)).all()) for c in columns)
     whole = tuple(bool(np.all(c == np.round(c))) for c in columns)
-    return Features(values, tuple(exprs), binary, whole)
-
-
-def plain(feats: Features) -> Features:
-    """The features that are not decoded parts (no ``//`` or ``%``): tried first, since of two
-    rules that are right as often, the one in the plain names is the one to write."""
-    return feats.select(np.array(["//" not in e and "%" not in e for e in feats.exprs], dtype=bool))
+    return Features(values, tuple(exprs), binary, whole, tuple(level))
 
 
 def literal(value: float) -> str:
@@ -180,6 +261,7 @@ class Tree:
 
     def __init__(self, model, feats: Features, classes: np.ndarray):
         tree = model.tree_
+        self.model = model
         self.classes = classes
         x = feats.values
         # the class of each transition as the written conditions give it (sklearn compares in
@@ -261,17 +343,91 @@ def learn_tree(feats: Features, labels: np.ndarray, *, max_depth: int = _MAX_DEP
     return best[1]
 
 
+def _few_inputs(feats: Features, labels: np.ndarray, **kwargs) -> tuple[Tree, np.ndarray] | None:
+    """The tree right on every transition over the fewest features (one, then two: at most
+    `_FEW_INPUTS`), of those the one with the fewest leaves, with the mask of its features; None
+    when no such tree is right on every transition or there are more than `_FEW_FROM` features
+    to choose from. A rule in few inputs is the one likely to hold beyond the recorded
+    transitions (a wall is where a row and a column are, not where some remainder of the code
+    is)."""
+    from itertools import combinations
+
+    n = len(feats.exprs)
+    if n == 0 or n > _FEW_FROM:
+        return None
+    for size in range(1, min(_FEW_INPUTS, n) + 1):
+        found = None
+        for keep in combinations(range(n), size):
+            mask = np.zeros(n, dtype=bool)
+            mask[list(keep)] = True
+            tree = learn_tree(feats.select(mask), labels, **kwargs)
+            if tree is not None and np.all(tree.classes[tree.pred] == labels) and (
+                    found is None or tree.n_leaves < found[0].n_leaves):
+                found = (tree, mask)
+        if found is not None:
+            return found
+    return None
+
+
+def _held_out_right(feats: Features, labels: np.ndarray, folds: int = 5, **kwargs) -> float:
+    """The share of transitions a tree over `feats` gets right when learned without them
+    (`folds`-fold, the folds fixed by position): how well a rule learned this way carries to
+    transitions it was not learned on, from the training transitions alone."""
+    n = len(labels)
+    if n < 2 * folds:
+        return float("nan")
+    fold = np.arange(n) % folds
+    right = 0
+    for k in range(folds):
+        fit, test = fold != k, fold == k
+        part = Features(feats.values[fit], feats.exprs, feats.binary, feats.whole, feats.level)
+        tree = learn_tree(part, labels[fit], **kwargs)
+        if tree is None:  # one label on the rest: predict it
+            right += int(np.sum(labels[test] == labels[fit][0]))
+            continue
+        pred = tree.classes[tree.model.predict(feats.values[test])]
+        right += int(np.sum(pred == labels[test]))
+    return right / n
+
+
 def _learn(feats: Features, labels: np.ndarray, **kwargs) -> Tree | None:
-    """`learn_tree` on the plain features first, then on all (decoded parts too) when the plain
-    ones leave transitions wrong."""
-    first = learn_tree(plain(feats), labels, **kwargs)
-    if first is not None and np.all(first.classes[first.pred] == labels):
-        return first
-    second = learn_tree(feats, labels, **kwargs) if len(plain(feats).exprs) < len(feats.exprs) else None
-    if first is None or (second is not None and np.mean(second.classes[second.pred] == labels)
-                         > np.mean(first.classes[first.pred] == labels)):
-        return second
-    return first
+    """The rule in the plainest terms the transitions allow. Candidates: a tree over one or two
+    of the plain and place-value features right on every transition (`_few_inputs`), and
+    `learn_tree` on the features of level 0 (the plain names), then up to level 1 (the parts of
+    packed codes at their place values), then all, while transitions are left wrong (the first
+    tree right on every transition, else the most often right). Of the two, the one that
+    carries better to transitions it was not learned on (`_held_out_right`, on the training
+    transitions), then the one right more often; of equals, the one in fewer inputs."""
+    candidates = []
+    few = _few_inputs(feats.upto(1), labels, **kwargs)
+    if few is not None:
+        candidates.append((few[0], feats.upto(1).select(few[1])))
+    best = None
+    for level in sorted(set(feats.level or (0,))):
+        some = feats.upto(level)
+        if best is not None and len(some.exprs) == len(best[2].exprs):
+            continue
+        tree = learn_tree(some, labels, **kwargs)
+        if tree is None:
+            continue
+        right = float(np.mean(tree.classes[tree.pred] == labels))
+        if best is None or right > best[0]:
+            best = (right, tree, some)
+        if right >= 1.0:
+            break
+    if best is not None:
+        candidates.append((best[1], best[2]))
+    if len(candidates) < 2:
+        return candidates[0][0] if candidates else None
+
+    def merit(candidate):
+        tree, used = candidate
+        carried = _held_out_right(used, labels, **kwargs)
+        return (0.0 if np.isnan(carried) else carried,
+                float(np.mean(tree.classes[tree.pred] == labels)))
+
+    scored = [merit(c) for c in candidates]
+    return candidates[int(np.argmax([s[0] * 2 + s[1] * 1e-3 for s in scored]))][0]
 
 
 def done_code(rule_text: str) -> str:
@@ -298,7 +454,7 @@ def done_rule(obs, actions, next_obs, terminated, names, *, discrete: bool,
         code = done_code(text)
         return Rule(f"    done = bool({code})\n", 1.0, "threshold", code)
     feats = features(obs, actions, names=names, discrete=discrete, n_actions=n_actions,
-                     next_obs=next_obs)
+                     next_obs=next_obs, places=place_values(obs, next_obs))
     tree = _learn(feats, ends)
     if tree is None:
         return never
@@ -331,7 +487,7 @@ def reward_rule(obs, actions, next_obs, rewards, names, *, discrete: bool, n_act
     values = np.unique(r)
     if 1 < len(values) <= FEW_VALUES:
         feats = features(obs, actions, names=names, discrete=discrete, n_actions=n_actions,
-                         next_obs=next_obs)
+                         next_obs=next_obs, places=place_values(obs, next_obs))
         tree = _learn(feats, r)
         if tree is not None:
             pred = tree.classes[tree.pred]
@@ -352,34 +508,65 @@ def reward_rule(obs, actions, next_obs, rewards, names, *, discrete: bool, n_act
 def component_rule(index: int, names, rule: np.ndarray, obs, actions, next_obs, *,
                    discrete: bool, n_actions: int, atol: float, rtol: float) -> Rule | None:
     """For a whole-number component whose rule (`rule`: its values on the transitions) is wrong
-    on some transitions: a tree over the old state and the action that tells where the new value
-    is the old one instead, or the rule's value plus a fixed step; as lines that follow the
-    rule's ``new_<name> = ...``. None where the tree is right no more often than the rule."""
-    old = np.asarray(obs, dtype=np.float64)[:, index]
-    truth = np.asarray(next_obs, dtype=np.float64)[:, index]
+    on some transitions: a tree over the old state (and the action) that tells where the new
+    value is the old one instead, or the rule's value plus a fixed step; as lines that follow
+    the rule's ``new_<name> = ...``. With discrete actions, one tree per action (over the old
+    state: what blocks one move is not what blocks another). None where the trees are right no
+    more often than the rule."""
+    obs = np.asarray(obs, dtype=np.float64)
+    next_obs = np.asarray(next_obs, dtype=np.float64)
+    old = obs[:, index]
+    truth = next_obs[:, index]
     ok = values_close(rule, truth, atol, rtol)
     if ok.all():
         return None
-    # the outcome of each transition: the rule (0), the old value (nan stands for it), or the
+    # the outcome of each transition: the rule (0), the old value (inf stands for it), or the
     # rule plus a step
-    labels = np.where(ok, 0.0, np.where(truth == old, np.nan, truth - rule))
-    codes = np.where(np.isnan(labels), np.inf, labels)  # np.unique needs comparable values
-    feats = features(obs, actions, names=names, discrete=discrete, n_actions=n_actions)
-    tree = _learn(feats, codes)
-    if tree is None:
+    codes = np.where(ok, 0.0, np.where(truth == old, np.inf, truth - rule))
+    places = place_values(obs, next_obs)
+    # the rule's own value is a feature too (``_rule``): a move off the edge is where the rule
+    # gives a value past it
+    own = rule.reshape(-1, 1).astype(np.float64)
+    groups: list[tuple[str, np.ndarray]] = [("", np.ones(len(old), dtype=bool))]
+    if discrete:
+        a = np.asarray(actions).reshape(-1).astype(np.int64)
+        groups = [(f"action == {k}", a == k) for k in np.unique(a)]
+    outcome = np.zeros(len(old))
+    name = names[index]
+    lines, text = [], []
+    for guard, rows in groups:
+        if not (codes[rows] != 0).any():
+            continue
+        if len(np.unique(codes[rows])) == 1:  # the same outcome on every transition of the action
+            tree, pred, chosen = None, np.zeros(int(rows.sum()), dtype=np.int64), codes[rows][:1]
+        else:
+            feats = features(obs[rows], np.asarray(actions)[rows], names=names,
+                             discrete=discrete and not guard, n_actions=n_actions, places=places)
+            if np.ptp(own[rows]):
+                feats = Features(np.hstack([own[rows], feats.values]), ("_rule",) + feats.exprs,
+                                 (False,) + feats.binary, (bool(np.all(own == np.round(own))),)
+                                 + feats.whole, (0,) + feats.level)
+            tree = _learn(feats, codes[rows])
+            if tree is None:
+                continue
+            pred, chosen = tree.pred, tree.classes
+        outcome[rows] = chosen[pred]
+        for label, value in enumerate(chosen):
+            if value == 0 or not (pred == label).any():
+                continue
+            condition = tree.selector(label) if tree is not None else "True"
+            if guard:
+                condition = guard if condition == "True" else (
+                    f"{guard} and ({condition})" if " or " in condition else f"{guard} and {condition}")
+            then = name if np.isinf(value) else f"new_{name} + {literal(float(value))}".replace("+ -", "- ")
+            lines.append(f"    if {condition}:\n        new_{name} = {then}\n")
+            text.append(f"{then} if {condition}")
+    if not lines:
         return None
-    outcome = tree.classes[tree.pred]
+    if any(re.search(r"\b_rule\b", line.split("\n")[0]) for line in lines):
+        lines.insert(0, f"    _rule = new_{name}\n")  # before any line changes it
     pred = np.where(outcome == 0, rule, np.where(np.isinf(outcome), old, rule + outcome))
     exact = float(np.mean(values_close(pred, truth, atol, rtol)))
     if exact <= float(np.mean(ok)):
         return None
-    name = names[index]
-    lines, text = [], []
-    for label, value in enumerate(tree.classes):
-        if value == 0 or not (tree.pred == label).any():
-            continue
-        condition = tree.selector(label)
-        then = name if np.isinf(value) else f"new_{name} + {literal(float(value))}".replace("+ -", "- ")
-        lines.append(f"    if {condition}:\n        new_{name} = {then}\n")
-        text.append(f"{then} if {condition}")
     return Rule("".join(lines), exact, "tree", "; ".join(text))
