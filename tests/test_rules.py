@@ -429,3 +429,33 @@ def test_objects_in_front_are_picked_up_put_down_block_a_move_and_doors_open_wit
     for transitions in (fresh, built):
         score = explained(program, transitions)
         assert score["state_correct"] == len(transitions), score["mismatches"]
+
+
+def test_a_few_moves_along_one_row_learn_the_wall_ahead_not_a_condition_that_fits_them():
+    # walked along the top row only: east to the wall, a bump north into it, west to the other
+    # wall, a bump north again. "x" changed and "y" never did; a condition on the values of x
+    # and the facing fits these steps, and walks through the wall at [3, 3] in a row never
+    # walked. The position is read as x and y (the things on cells stand on x and y), and the
+    # move's condition is the cell ahead being free.
+    walls = [[x, y] for x in range(6) for y in range(6) if x in (0, 5) or y in (0, 5)] + [[3, 3]]
+    goal = [{"type": "goal", "x": 4, "y": 4}]
+    state = {"agent": {"x": 1, "y": 1, "dir": 0}, "walls": walls, "objects": goal}
+    data = []
+    for action in (2, 2, 2, 2, 0, 2, 0, 2, 2, 2, 2, 1, 2):
+        nxt = facing_step(state, action)
+        data.append({"state": state, "action": action, "next_state": nxt, "reward": 0.0,
+                     "done": False, "mission": "walk"})
+        state = nxt
+    assert {t["state"]["agent"]["y"] for t in data} == {1}
+    program = rule_program(data)
+    position = "[_get(state, 'agent', 'x'), _get(state, 'agent', 'y')]"
+    ahead = f"_ahead({position}, {{0: [1, 0], 2: [-1, 0]}}, _get(state, 'agent', 'dir'))"
+    assert f"if not _in({ahead}, _get(state, 'walls')):" in program
+    # forward, facing east or west, from every free cell: into the wall at [3, 3] blocked
+    cases = [{"agent": {"x": x, "y": y, "dir": d}, "walls": walls, "objects": goal}
+             for x in range(1, 5) for y in range(1, 5) if [x, y] != [3, 3] for d in (0, 2)]
+    moves = [{"state": s, "action": 2, "next_state": facing_step(s, 2), "reward": 0.0,
+              "done": False, "mission": "walk"} for s in cases]
+    assert sum(t["state"] == t["next_state"] for t in moves) == 10  # 8 at the room's walls
+    score = explained(program, moves)
+    assert score["state_correct"] == len(moves), score["mismatches"]

@@ -31,7 +31,10 @@ A leaf is a value reached through dict keys (``agent.x``, ``objects.apple 1.in``
 whole: a list of at most 4 numbers is a *vector*, any other list a *collection* (of cells, of
 objects); a key whose value is a dict in some states and not in others is one leaf. Numbers of
 one dict that one action changes (a position kept as ``x`` and ``y``) are also read as one vector
-(a *joint* leaf), so that a move is learned as a vector and blocked by what is in that cell.
+(a *joint* leaf), so that a move is learned as a vector and blocked by what is in that cell; so
+is a number an action changes with its siblings that, with it, are the numbers every element of a
+list of dicts has (an ``x`` that changed while ``y`` did not yet, where the things on cells stand on
+``x`` and ``y``): a few moves along one row do not make a rule on the values of ``x``.
 """
 
 from __future__ import annotations
@@ -174,14 +177,32 @@ def _get_code(path: Path, name: str = "state") -> str:
 def _joints(befores: list[dict], afters: list[dict], actions: list[int], kinds: dict[Path, str]
             ) -> list[Path]:
     """The joint leaves: the numbers of one dict that one action changes (in one step or in
-    different ones), such as a position kept as "x" and "y" that a move forward changes."""
+    different ones), such as a position kept as "x" and "y" that a move forward changes, with
+    their siblings that the things on cells also have (`_placed`)."""
     changed: dict[tuple[int, Path], set[str]] = defaultdict(set)
     for before, after, action in zip(befores, afters, actions):
         for path, value in after.items():
             if path and kinds.get(path) == "number" and before.get(path) != value:
                 changed[(action, path[:-1])].add(path[-1])
-    groups = {(parent, tuple(sorted(keys))) for (_, parent), keys in changed.items() if len(keys) > 1}
-    return sorted(parent + (JOINT + JOINT.join(keys),) for parent, keys in groups)
+    groups = {(parent, tuple(sorted(keys | _placed(parent, keys, befores, kinds))))
+              for (_, parent), keys in changed.items()}
+    return sorted(parent + (JOINT + JOINT.join(keys),) for parent, keys in groups if len(keys) > 1)
+
+
+def _placed(parent: Path, keys: set[str], rows: list[dict], kinds: dict[Path, str]) -> set[str]:
+    """The number keys of ``parent`` that are, with ``keys``, the number keys of every element
+    of a list of dicts (things on cells): a position the data shows moving along one axis only
+    (an "x" that changed while "y" did not yet) is still read as a position."""
+    numbers = {p[-1] for p, k in kinds.items() if k == "number" and p[:-1] == parent}
+    out: set[str] = set()
+    for path, kind in kinds.items():
+        items = [item for r in rows for item in (r.get(path) or [])] if kind == "collection" else []
+        if not items or not all(isinstance(item, dict) for item in items):
+            continue
+        placed = set.intersection(*({k for k, v in item.items() if _number(v)} for item in items))
+        if keys <= placed & numbers:
+            out |= placed & numbers
+    return out
 
 
 def _with_joints(leaves: dict[Path, Any], joints: list[Path]) -> dict[Path, Any]:
@@ -673,7 +694,10 @@ def _candidates(path: Path, kind: str, rows: list[tuple[dict, Any]], kinds: dict
         old = before.get(path)
         if _canon(old) == _canon(after):
             continue
-        out.setdefault(f"set {_key(after)}", Change(_literal(after), lambda r, v=after: v, 1))
+        # a vector (a position) that one step took from one cell to another was as likely moved
+        # as set there: of the two, the move is tried first
+        out.setdefault(f"set {_key(after)}", Change(_literal(after), lambda r, v=after: v,
+                                                    3 if kind == "vector" else 1))
         for other in others:
             if _canon(before.get(other)) == _canon(after):
                 out.setdefault(f"copy {other}", Change(_get_code(other),
@@ -703,7 +727,9 @@ def _space_changes(path: Path, old: Any, new: Any, before: dict, space: Space):
     put down there; a leaf that becomes that element without its position (picked up)."""
     for pointer in space.pointers:
         if pointer.position == path and _canon(pointer(before)) == _canon(new):
-            yield f"ahead {pointer.code()}", Change(pointer.code(), pointer, 2)
+            # where the table has no step for the key, the program writes nothing (`_put_each`)
+            yield f"ahead {pointer.code()}", Change(pointer.code(), lambda r, p=pointer: (
+                r.get(path) if p(r) is None else p(r)), 2)
         for where in space.located:
             item = where.at(before, pointer)
             if not isinstance(item, dict):
