@@ -456,7 +456,7 @@ def _space_features(rows: list[dict], kinds: dict[Path, str], name: str, space: 
                     out.append(Feature(
                         f"_eq(_get({at}, {f!r}), _get({_get_code(leaf, name)}, {f!r}))",
                         lambda r, w=where, p=pointer, f=f, leaf=leaf: _HELP["_eq"](
-                            _HELP["_get"](w.at(r, p), f), _HELP["_get"](r.get(leaf), f))))
+                            _HELP["_get"](w.at(r, p), f), _HELP["_get"](r.get(leaf), f)), 2))
     return out
 
 
@@ -469,6 +469,10 @@ class Feature:
 
     code: str
     test: Callable[[dict], bool]
+    # how much the test reads and combines: 1 for one leaf's value or what the action touches
+    # (the cell it moves into, the cell in front), more for relations of several leaves; a
+    # decision list in tests of a lower cost is tried first (`decision_list`)
+    cost: int = 1
 
     def __call__(self, leaves: dict) -> bool:
         try:
@@ -505,7 +509,7 @@ def _relational_features(rows: list[dict], kinds: dict[Path, str], name: str,
             if kinds[a] != kinds[b]:
                 continue
             out.append(Feature(f"_same({_get_code(a, name)}, {_get_code(b, name)})",
-                               lambda r, a=a, b=b: _canon(r.get(a)) == _canon(r.get(b))))
+                               lambda r, a=a, b=b: _canon(r.get(a)) == _canon(r.get(b)), 2))
     # a leaf plus another leaf equal to a third (numbers, or vectors)
     numeric = [p for p in related if kinds[p] == "vector"]
     if len(numeric) <= 8:
@@ -515,8 +519,9 @@ def _relational_features(rows: list[dict], kinds: dict[Path, str], name: str,
                     if a <= b and len({a, b, c}) == 3 and kinds[a] == kinds[b] == kinds[c]:
                         out.append(Feature(
                             f"_add({_get_code(a, name)}, {_get_code(b, name)}) == {_get_code(c, name)}",
-                            lambda r, a=a, b=b, c=c: _add(r.get(a), r.get(b)) == r.get(c)))
-    # a leaf (plus k times a vector the action moves things by) in a list
+                            lambda r, a=a, b=b, c=c: _add(r.get(a), r.get(b)) == r.get(c), 3))
+    # a leaf (plus k times a vector the action moves things by) in a list: of the cost of one
+    # leaf's value when the leaf is the cell the action moves into (k = 1), or where it stands
     collections = [p for p in paths if kinds[p] == "collection"]
     for c in collections:
         for a in paths:
@@ -533,7 +538,7 @@ def _relational_features(rows: list[dict], kinds: dict[Path, str], name: str,
                         continue
                     out.append(Feature(
                         f"_in(_add({_get_code(a, name)}, {_literal(step)}), {_get_code(c, name)})",
-                        lambda r, a=a, c=c, s=step: _in_list(_add(r.get(a), s), r.get(c))))
+                        lambda r, a=a, c=c, s=step: _in_list(_add(r.get(a), s), r.get(c)), k))
     return out
 
 
@@ -600,9 +605,11 @@ def _not(code: str) -> str:
     return f"not {code}"
 
 
-def _pure_best(cover: np.ndarray, y: np.ndarray, n_remaining: int) -> tuple[int, int] | None:
+def _pure_best(cover: np.ndarray, y: np.ndarray, n_remaining: int, cost: np.ndarray | None = None
+               ) -> tuple[int, int] | None:
     """Of the rows of ``cover`` (candidate tests over the remaining rows), the one that takes
-    the most rows, all of one label, but not all rows: (its index, its count); None if none."""
+    the most rows, all of one label, but not all rows (of those, the one of the lowest ``cost``):
+    (its index, its count); None if none."""
     counts = cover.sum(axis=1)
     pure = np.zeros(len(cover), dtype=bool)
     for label in np.unique(y):
@@ -610,39 +617,33 @@ def _pure_best(cover: np.ndarray, y: np.ndarray, n_remaining: int) -> tuple[int,
     ok = pure & (counts > 0) & (counts < n_remaining)
     if not ok.any():
         return None
-    index = int(np.argmax(np.where(ok, counts, -1)))  # the first of the largest
+    merit = counts * (1 + (0 if cost is None else int(cost.max()))) - (0 if cost is None else cost)
+    index = int(np.argmax(np.where(ok, merit, np.iinfo(np.int64).min)))  # the first of the best
     return index, int(counts[index])
 
 
-def decision_list(labels: list[int], features: list[Feature], columns: list[list[bool]]
-                  ) -> tuple[list[Rule], int]:
-    """A decision list that gives each row its label: rules in order, then a default.
+# a learned list is checked on the rows it was not learned from in at most this many folds
+FOLDS = 5
 
-    Greedy: among the rows no earlier rule took, the literal (a feature or its negation) whose
-    rows all have one label and that takes the most of them (the first in `features`' order on
-    ties); where no literal is pure, the pure conjunction of two literals that takes the most.
-    When none is pure, or after `MAX_RULES`, the rest get their most common label.
-    """
-    y = np.array(labels)
-    remaining = np.ones(len(labels), dtype=bool)
-    rules: list[Rule] = []
-    if features:
-        x = np.array(columns, dtype=bool)
-        literals = np.empty((2 * len(features), len(labels)), dtype=bool)
-        literals[0::2], literals[1::2] = x, ~x  # literal i: feature i // 2, negated for odd i
+# a decision list over literals (indices into a literal array: feature i // 2, negated when odd):
+# its rules (the literals of each, its label) and its default label
+Literals = tuple[list[tuple[tuple[int, ...], int]], int]
 
-    def literal(i: int) -> tuple[Feature, bool]:
-        return features[i // 2], i % 2 == 0
 
-    while features and remaining.any() and len(rules) < MAX_RULES:
+def _greedy(y: np.ndarray, literals: np.ndarray, cost: np.ndarray) -> Literals:
+    """The greedy decision list of ``decision_list`` over ``literals`` (rows: a literal's value
+    on each row)."""
+    remaining = np.ones(len(y), dtype=bool)
+    rules: list[tuple[tuple[int, ...], int]] = []
+    while len(literals) and remaining.any() and len(rules) < MAX_RULES:
         left = y[remaining]
         if len(np.unique(left)) == 1:
             break
         rows = literals[:, remaining]
-        best = _pure_best(rows, left, len(left))
+        best = _pure_best(rows, left, len(left), cost)
         chosen: tuple[int, ...] = ()
         if best is not None:
-            chosen, taken = (best[0],), best[1]
+            chosen = (best[0],)
         else:
             taken = 0
             for i in range(len(rows) - 1):
@@ -652,11 +653,77 @@ def decision_list(labels: list[int], features: list[Feature], columns: list[list
         if not chosen:
             break
         mask = np.logical_and.reduce([literals[i] for i in chosen]) & remaining
-        rules.append(Rule(tuple(literal(i) for i in chosen), int(y[mask][0])))
+        rules.append((chosen, int(y[mask][0])))
         remaining &= ~mask
-    counts = Counter(y[remaining].tolist() if remaining.any() else labels)
+    counts = Counter(y[remaining].tolist() if remaining.any() else y.tolist())
     default = min(counts, key=lambda label: (-counts[label], label))
     return rules, default
+
+
+def _predict(rules: Literals, literals: np.ndarray) -> np.ndarray:
+    """Each row's label under a decision list (``literals``: a literal's value on each row)."""
+    listed, default = rules
+    out = np.full(literals.shape[1], default)
+    free = np.ones(literals.shape[1], dtype=bool)
+    for chosen, label in listed:
+        hit = np.logical_and.reduce([literals[i] for i in chosen]) & free
+        out[hit] = label
+        free &= ~hit
+    return out
+
+
+def _held_out_right(y: np.ndarray, literals: np.ndarray, cost: np.ndarray) -> int:
+    """The rows a greedy list over ``literals`` gets right when learned without them (`FOLDS`
+    folds, fixed by position): how well a list learned from these tests carries to transitions
+    it was not learned on, from the training transitions alone."""
+    folds = min(FOLDS, len(y))
+    fold = np.arange(len(y)) % folds
+    right = 0
+    for k in range(folds):
+        fit, test = fold != k, fold == k
+        rules = _greedy(y[fit], literals[:, fit], cost)
+        right += int(np.sum(_predict(rules, literals[:, test]) == y[test]))
+    return right
+
+
+def decision_list(labels: list[int], features: list[Feature], columns: list[list[bool]]
+                  ) -> tuple[list[Rule], int]:
+    """A decision list that gives each row its label: rules in order, then a default.
+
+    Greedy: among the rows no earlier rule took, the literal (a feature or its negation) whose
+    rows all have one label and that takes the most of them (of the lowest cost, then the first
+    in `features`' order on ties); where no literal is pure, the pure conjunction of two literals
+    that takes the most. When none is pure, or after `MAX_RULES`, the rest get their most common
+    label.
+
+    The list is learned over the features of cost at most 1, then 2, and so on (the plain tests
+    and what the action touches first, relations of several leaves after), and the one kept is
+    the one right on the most rows when they are left out of its learning (`_held_out_right`),
+    then right on the most rows, then of the lowest cost: a condition that merely happens to fit
+    a few recorded transitions does not carry to the others.
+    """
+    y = np.array(labels)
+    x = np.array(columns, dtype=bool).reshape(len(features), len(labels))
+    literals = np.empty((2 * len(features), len(labels)), dtype=bool)
+    literals[0::2], literals[1::2] = x, ~x  # literal i: feature i // 2, negated for odd i
+    cost = np.repeat([f.cost for f in features], 2).astype(int)
+    best: tuple[tuple[int, int, int], Literals, np.ndarray] | None = None
+    bounds = sorted(set(cost.tolist()))
+    for bound in bounds:
+        index = np.flatnonzero(cost <= bound)
+        rules = _greedy(y, literals[index], cost[index])
+        if len(bounds) == 1:  # one set of features: nothing to choose
+            best = ((0, 0, 0), rules, index)
+            break
+        merit = (_held_out_right(y, literals[index], cost[index]),
+                 int(np.sum(_predict(rules, literals[index]) == y)), -bound)
+        if best is None or merit > best[0]:
+            best = (merit, rules, index)
+    if best is None:  # no features
+        return [], _greedy(y, literals, cost)[1]
+    _, (listed, default), index = best
+    return [Rule(tuple((features[index[i] // 2], index[i] % 2 == 0) for i in chosen), label)
+            for chosen, label in listed], default
 
 
 # ---------------------------------------------------------------------------------- changes
