@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import random
 from types import SimpleNamespace
+from typing import Callable
 
 from codeworld.agent._config import AgentConfig
 from codeworld.agent._loop import LevelResult, WorldCoderAgent
@@ -223,16 +224,23 @@ def facing_step(state: dict, action: int) -> dict:
     return {**state, "agent": agent}
 
 
+def record(step: Callable[[dict, int], dict], state: dict, actions, mission: str = "walk"
+           ) -> list[dict]:
+    """The transitions of ``actions`` taken in turn from ``state`` under ``step`` (no reward)."""
+    data = []
+    for action in actions:
+        nxt = step(state, action)
+        data.append({"state": state, "action": action, "next_state": nxt, "reward": 0.0,
+                     "done": False, "mission": mission})
+        state = nxt
+    return data
+
+
 def test_a_position_kept_as_two_numbers_moves_as_one_vector_where_it_faces_unless_a_wall_is_there():
     walls = [[x, y] for x in range(5) for y in range(5) if x in (0, 4) or y in (0, 4)]
     rng = random.Random(5)
-    state, data = {"agent": {"x": 1, "y": 1, "dir": 0}, "walls": walls}, []
-    for _ in range(300):
-        action = rng.randrange(3)
-        nxt = facing_step(state, action)
-        data.append({"state": state, "action": action, "next_state": nxt, "reward": 0.0,
-                     "done": False, "mission": "walk"})
-        state = nxt
+    data = record(facing_step, {"agent": {"x": 1, "y": 1, "dir": 0}, "walls": walls},
+                  [rng.randrange(3) for _ in range(300)])
     program = rule_program(data)
     position = "[_get(state, 'agent', 'x'), _get(state, 'agent', 'y')]"
     # forward: one rule for every direction, the step of each read off the data (a heading)
@@ -440,13 +448,8 @@ def test_a_few_moves_along_one_row_learn_the_wall_ahead_not_a_condition_that_fit
     # move's condition is the cell ahead being free.
     walls = [[x, y] for x in range(6) for y in range(6) if x in (0, 5) or y in (0, 5)] + [[3, 3]]
     goal = [{"type": "goal", "x": 4, "y": 4}]
-    state = {"agent": {"x": 1, "y": 1, "dir": 0}, "walls": walls, "objects": goal}
-    data = []
-    for action in (2, 2, 2, 2, 0, 2, 0, 2, 2, 2, 2, 1, 2):
-        nxt = facing_step(state, action)
-        data.append({"state": state, "action": action, "next_state": nxt, "reward": 0.0,
-                     "done": False, "mission": "walk"})
-        state = nxt
+    data = record(facing_step, {"agent": {"x": 1, "y": 1, "dir": 0}, "walls": walls,
+                                "objects": goal}, (2, 2, 2, 2, 0, 2, 0, 2, 2, 2, 2, 1, 2))
     assert {t["state"]["agent"]["y"] for t in data} == {1}
     program = rule_program(data)
     position = "[_get(state, 'agent', 'x'), _get(state, 'agent', 'y')]"
@@ -482,14 +485,9 @@ def test_a_move_blocked_by_walls_and_by_things_is_learned_as_the_cell_ahead_not_
                 agent["x"], agent["y"] = cell
         return {**state, "agent": agent}
 
-    state = {"agent": {"x": 1, "y": 1, "dir": 0}, "walls": walls, "things": boxes}
-    data = []
-    for action in (2, 0, 1, 2, 0, 2, 2, 1, 0, 2, 0, 1, 0, 0, 1, 2, 2, 0, 2, 0, 1, 2, 2, 0, 2, 0,
-                   2, 2, 1, 2):
-        nxt = step(state, action)
-        data.append({"state": state, "action": action, "next_state": nxt, "reward": 0.0,
-                     "done": False, "mission": "walk"})
-        state = nxt
+    data = record(step, {"agent": {"x": 1, "y": 1, "dir": 0}, "walls": walls, "things": boxes},
+                  (2, 0, 1, 2, 0, 2, 2, 1, 0, 2, 0, 1, 0, 0, 1, 2, 2, 0, 2, 0, 1, 2, 2, 0, 2, 0,
+                   2, 2, 1, 2))
     program = rule_program(data)
     ahead = ("_ahead([_get(state, 'agent', 'x'), _get(state, 'agent', 'y')], "
              "{0: [1, 0], 1: [0, 1], 2: [-1, 0], 3: [0, -1]}, _get(state, 'agent', 'dir'))")
@@ -505,3 +503,39 @@ def test_a_move_blocked_by_walls_and_by_things_is_learned_as_the_cell_ahead_not_
     assert sum(t["state"] == t["next_state"] for t in moves) > 20  # walls and boxes block
     score = explained(program, moves)
     assert score["state_correct"] == len(moves), score["mismatches"]
+
+
+def push_step(state: dict, action: int) -> dict:
+    """A box pushed one cell unless a wall or a box is behind it; the agent stops at walls."""
+    dx, dy = MOVES[action]
+    (ax, ay), boxes = state["agent"], [list(b) for b in state["boxes"]]
+    cell, beyond = [ax + dx, ay + dy], [ax + 2 * dx, ay + 2 * dy]
+    if cell in state["walls"] or (cell in boxes and (beyond in state["walls"] or beyond in boxes)):
+        return state
+    if cell in boxes:
+        boxes[boxes.index(cell)] = beyond
+    return {**state, "agent": cell, "boxes": boxes}
+
+
+def test_a_box_left_where_it_was_is_not_a_box_set_to_a_constant_cell():
+    # 20 random steps: a box pushed right into the corner at [4, 2] and pushed again there, to
+    # no effect. "Set the boxes to [[4, 2]]" explains those steps as well as "leave them", and
+    # the model set every box to [4, 2] on a push right; a constant now explains only the steps
+    # where the value changed, and a step that two changes explain takes either
+    walls = [[x, y] for x in range(6) for y in range(6) if x in (0, 5) or y in (0, 5)]
+    rng = random.Random(1)
+    data = record(push_step, {"agent": [2, 4], "boxes": [[2, 3]], "walls": walls},
+                  [rng.randrange(4) for _ in range(20)], "push")
+    assert sum(t["action"] == 3 and t["state"] == t["next_state"]
+               and [4, 2] in t["state"]["boxes"] for t in data) >= 2
+    program = rule_program(data)
+    assert "_put(new, [[4, 2]], 'boxes')" not in program
+    # a push right from every cell next to a box anywhere in the room
+    pushes = []
+    for (bx, by) in itertools.product(range(1, 5), repeat=2):
+        if bx > 1:
+            s = {"agent": [bx - 1, by], "boxes": [[bx, by]], "walls": walls}
+            pushes.append({"state": s, "action": 3, "next_state": push_step(s, 3), "reward": 0.0,
+                           "done": False, "mission": "push"})
+    score = explained(program, pushes)
+    assert score["state_correct"] == len(pushes), score["mismatches"]

@@ -605,15 +605,14 @@ def _not(code: str) -> str:
     return f"not {code}"
 
 
-def _pure_best(cover: np.ndarray, y: np.ndarray, n_remaining: int, cost: np.ndarray | None = None
-               ) -> tuple[int, int] | None:
+def _pure_best(cover: np.ndarray, admits: np.ndarray, n_remaining: int,
+               cost: np.ndarray | None = None) -> tuple[int, int] | None:
     """Of the rows of ``cover`` (candidate tests over the remaining rows), the one that takes
-    the most rows, all of one label, but not all rows (of those, the one of the lowest ``cost``):
-    (its index, its count); None if none."""
+    the most rows that all admit one label (``admits``: row by label), but not all rows (of
+    those, the one of the lowest ``cost``): (its index, its count); None if none."""
     counts = cover.sum(axis=1)
-    pure = np.zeros(len(cover), dtype=bool)
-    for label in np.unique(y):
-        pure |= (cover & (y == label)).sum(axis=1) == counts
+    agree = cover.astype(np.int64) @ admits.astype(np.int64)  # per test and label: rows admitting it
+    pure = (agree == counts[:, None]).any(axis=1)
     ok = pure & (counts > 0) & (counts < n_remaining)
     if not ok.any():
         return None
@@ -622,22 +621,27 @@ def _pure_best(cover: np.ndarray, y: np.ndarray, n_remaining: int, cost: np.ndar
     return index, int(counts[index])
 
 
+def _most_admitted(admits: np.ndarray) -> int:
+    """The label (column) the most rows admit (the first on ties)."""
+    return int(np.argmax(admits.sum(axis=0)))
+
+
 # a learned list is checked on the rows it was not learned from in at most this many folds
 FOLDS = 5
 
 # a decision list over literals (indices into a literal array: feature i // 2, negated when odd):
-# its rules (the literals of each, its label) and its default label
+# its rules (the literals of each, its label's column) and its default label's column
 Literals = tuple[list[tuple[tuple[int, ...], int]], int]
 
 
-def _greedy(y: np.ndarray, literals: np.ndarray, cost: np.ndarray) -> Literals:
+def _greedy(admits: np.ndarray, literals: np.ndarray, cost: np.ndarray) -> Literals:
     """The greedy decision list of ``decision_list`` over ``literals`` (rows: a literal's value
-    on each row)."""
-    remaining = np.ones(len(y), dtype=bool)
+    on each row) for rows that admit the labels ``admits`` says (row by label)."""
+    remaining = np.ones(len(admits), dtype=bool)
     rules: list[tuple[tuple[int, ...], int]] = []
     while len(literals) and remaining.any() and len(rules) < MAX_RULES:
-        left = y[remaining]
-        if len(np.unique(left)) == 1:
+        left = admits[remaining]
+        if left.all(axis=0).any():  # one label every row left admits: the default
             break
         rows = literals[:, remaining]
         best = _pure_best(rows, left, len(left), cost)
@@ -653,10 +657,10 @@ def _greedy(y: np.ndarray, literals: np.ndarray, cost: np.ndarray) -> Literals:
         if not chosen:
             break
         mask = np.logical_and.reduce([literals[i] for i in chosen]) & remaining
-        rules.append((chosen, int(y[mask][0])))
+        label = int(np.argmax(admits[mask].all(axis=0)))  # the first all its rows admit
+        rules.append((chosen, label))
         remaining &= ~mask
-    counts = Counter(y[remaining].tolist() if remaining.any() else y.tolist())
-    default = min(counts, key=lambda label: (-counts[label], label))
+    default = _most_admitted(admits[remaining] if remaining.any() else admits)
     return rules, default
 
 
@@ -672,29 +676,35 @@ def _predict(rules: Literals, literals: np.ndarray) -> np.ndarray:
     return out
 
 
-def _held_out_right(y: np.ndarray, literals: np.ndarray, cost: np.ndarray) -> int:
+def _right(rules: Literals, literals: np.ndarray, admits: np.ndarray) -> int:
+    """The rows whose labels admit the one a decision list gives them."""
+    return int(admits[np.arange(len(admits)), _predict(rules, literals)].sum())
+
+
+def _held_out_right(admits: np.ndarray, literals: np.ndarray, cost: np.ndarray) -> int:
     """The rows a greedy list over ``literals`` gets right when learned without them (`FOLDS`
     folds, fixed by position): how well a list learned from these tests carries to transitions
     it was not learned on, from the training transitions alone."""
-    folds = min(FOLDS, len(y))
-    fold = np.arange(len(y)) % folds
+    folds = min(FOLDS, len(admits))
+    fold = np.arange(len(admits)) % folds
     right = 0
     for k in range(folds):
         fit, test = fold != k, fold == k
-        rules = _greedy(y[fit], literals[:, fit], cost)
-        right += int(np.sum(_predict(rules, literals[:, test]) == y[test]))
+        rules = _greedy(admits[fit], literals[:, fit], cost)
+        right += _right(rules, literals[:, test], admits[test])
     return right
 
 
-def decision_list(labels: list[int], features: list[Feature], columns: list[list[bool]]
-                  ) -> tuple[list[Rule], int]:
-    """A decision list that gives each row its label: rules in order, then a default.
+def decision_list(labels: list[int] | list[set[int]], features: list[Feature],
+                  columns: list[list[bool]]) -> tuple[list[Rule], int]:
+    """A decision list that gives each row its label (or one of its labels, where a row has a
+    set of them: any of them is right there): rules in order, then a default.
 
     Greedy: among the rows no earlier rule took, the literal (a feature or its negation) whose
-    rows all have one label and that takes the most of them (of the lowest cost, then the first
+    rows all admit one label and that takes the most of them (of the lowest cost, then the first
     in `features`' order on ties); where no literal is pure, the pure conjunction of two literals
-    that takes the most. When none is pure, or after `MAX_RULES`, the rest get their most common
-    label.
+    that takes the most; a rule gives the first label (in their order) all its rows admit. When
+    none is pure, or after `MAX_RULES`, the rest get the label most of them admit.
 
     The list is learned over the features of cost at most 1, then 2, and so on (the plain tests
     and what the action touches first, relations of several leaves after), and the one kept is
@@ -702,28 +712,31 @@ def decision_list(labels: list[int], features: list[Feature], columns: list[list
     then right on the most rows, then of the lowest cost: a condition that merely happens to fit
     a few recorded transitions does not carry to the others.
     """
-    y = np.array(labels)
-    x = np.array(columns, dtype=bool).reshape(len(features), len(labels))
-    literals = np.empty((2 * len(features), len(labels)), dtype=bool)
+    sets = [row if isinstance(row, set) else {row} for row in labels]
+    classes = sorted(set().union(*sets)) if sets else [0]
+    admits = np.array([[c in row for c in classes] for row in sets], dtype=bool).reshape(
+        len(sets), len(classes))
+    x = np.array(columns, dtype=bool).reshape(len(features), len(sets))
+    literals = np.empty((2 * len(features), len(sets)), dtype=bool)
     literals[0::2], literals[1::2] = x, ~x  # literal i: feature i // 2, negated for odd i
     cost = np.repeat([f.cost for f in features], 2).astype(int)
     best: tuple[tuple[int, int, int], Literals, np.ndarray] | None = None
     bounds = sorted(set(cost.tolist()))
     for bound in bounds:
         index = np.flatnonzero(cost <= bound)
-        rules = _greedy(y, literals[index], cost[index])
+        rules = _greedy(admits, literals[index], cost[index])
         if len(bounds) == 1:  # one set of features: nothing to choose
             best = ((0, 0, 0), rules, index)
             break
-        merit = (_held_out_right(y, literals[index], cost[index]),
-                 int(np.sum(_predict(rules, literals[index]) == y)), -bound)
+        merit = (_held_out_right(admits, literals[index], cost[index]),
+                 _right(rules, literals[index], admits), -bound)
         if best is None or merit > best[0]:
             best = (merit, rules, index)
     if best is None:  # no features
-        return [], _greedy(y, literals, cost)[1]
+        return [], classes[_greedy(admits, literals, cost)[1]]
     _, (listed, default), index = best
-    return [Rule(tuple((features[index[i] // 2], index[i] % 2 == 0) for i in chosen), label)
-            for chosen, label in listed], default
+    return [Rule(tuple((features[index[i] // 2], index[i] % 2 == 0) for i in chosen),
+                 classes[label]) for chosen, label in listed], classes[default]
 
 
 # ---------------------------------------------------------------------------------- changes
@@ -736,6 +749,9 @@ class Change:
     code: str  # an expression over ``state`` ("" for "keep": nothing is written)
     compute: Callable[[dict], Any]
     rank: int  # simpler changes first on ties
+    # a value written whatever the state (set to a constant): that it equals a value the leaf
+    # already had is a coincidence of where the data was, not the change doing nothing
+    constant: bool = False
 
     def __call__(self, leaves: dict) -> Any:
         try:
@@ -764,7 +780,7 @@ def _candidates(path: Path, kind: str, rows: list[tuple[dict, Any]], kinds: dict
         # a vector (a position) that one step took from one cell to another was as likely moved
         # as set there: of the two, the move is tried first
         out.setdefault(f"set {_key(after)}", Change(_literal(after), lambda r, v=after: v,
-                                                    3 if kind == "vector" else 1))
+                                                    3 if kind == "vector" else 1, True))
         for other in others:
             if _canon(before.get(other)) == _canon(after):
                 out.setdefault(f"copy {other}", Change(_get_code(other),
@@ -932,11 +948,17 @@ class LeafRule:
         return lines
 
 
-def _cover(rows: list[tuple[dict, Any]], candidates: list[Change]) -> tuple[list[Change], list[int]]:
-    """The fewest changes (greedy, most rows first) that explain every row, and each row's label
-    (-1: the leaf kept its value; else the first chosen change that explains it)."""
+def _cover(rows: list[tuple[dict, Any]], candidates: list[Change]
+           ) -> tuple[list[Change], list[set[int]]]:
+    """The fewest changes (greedy, most rows first) that explain every row, with
+    ``candidates[0]`` (keep) where it explains a row; and each row's labels: the chosen changes
+    that explain it (a row that two changes explain, such as a move that writes nothing where the
+    data showed no step, may take either: the condition need not tell them apart)."""
     explains = [[_canon(c(before)) == _canon(after) if c(before) is not _NOTHING else False
                  for before, after in rows] for c in candidates]
+    for c, change in enumerate(candidates):  # a constant explains only rows where it changed
+        if change.constant:
+            explains[c] = [e and not kept for e, kept in zip(explains[c], explains[0])]
     chosen: list[int] = []
     covered = [False] * len(rows)
     while not all(covered):
@@ -948,9 +970,9 @@ def _cover(rows: list[tuple[dict, Any]], candidates: list[Change]) -> tuple[list
         chosen.append(best)
         for i in gain:
             covered[i] = True
-    labels = []
-    for i in range(len(rows)):
-        labels.append(next((k for k, c in enumerate(chosen) if explains[c][i]), -1))
+    if 0 not in chosen and any(explains[0]):
+        chosen.append(0)
+    labels = [{k for k, c in enumerate(chosen) if explains[c][i]} or {-1} for i in range(len(rows))]
     return [candidates[c] for c in chosen], labels
 
 
@@ -1075,7 +1097,7 @@ def learn_rules(transitions: list[dict]) -> RuleModel:
             writes = [c for c in chosen if c.code != ""]
             relabel = {k: (-1 if k == keep else writes.index(c))
                        for k, c in enumerate(chosen)}
-            labels = [relabel.get(label, -1) for label in labels]
+            labels = [{relabel.get(label, -1) for label in row} for row in labels]
             rules, default = decision_list(labels, features, columns)
             leaf_rules.append(LeafRule(path, writes, rules, default))
         model[action] = leaf_rules
