@@ -214,6 +214,36 @@ def test_walls_in_a_packed_code_are_learned_on_its_decoded_parts():
     assert np.all((rewards_p == -5.0) == (states[:, 0] == every[:, 0]))
 
 
+def test_a_fall_back_to_the_start_is_learned_as_a_value_set():
+    # a 4 x 8 grid (code = row * 8 + col; actions up, right, down, left; the edges block) whose
+    # bottom row between its corners is a cliff: a step onto it lands on the bottom-left corner,
+    # from wherever it came. The recorded falls come from three of the six columns; the rule
+    # must send the other three back too (a value set, not a step per column seen)
+    def move(code, a):
+        row, col = divmod(code, 8)
+        r2, c2 = row + (-1, 0, 1, 0)[a], col + (0, 1, 0, -1)[a]
+        if not (0 <= r2 < 4 and 0 <= c2 < 8):
+            return code
+        return 24 if r2 == 3 and 1 <= c2 <= 6 else r2 * 8 + c2
+
+    safe = [c for c in range(32) if not 25 <= c <= 30]
+    rng = np.random.default_rng(0)
+    obs, actions, nxt = [], [], []
+    while len(obs) < 600:
+        code, a = int(rng.choice(safe)), int(rng.integers(4))
+        if move(code, a) == 24 and code // 8 == 2 and code % 8 in (2, 4, 5):
+            continue  # no recorded fall from these columns
+        obs.append([code]), actions.append(a), nxt.append([move(code, a)])
+    obs, nxt = np.array(obs, dtype=np.float64), np.array(nxt, dtype=np.float64)
+    model = _model(obs, np.array(actions), nxt, np.full(len(obs), -1.0),
+                   np.zeros(len(obs), dtype=bool), n_actions=4, atol=0.0)
+    assert "new_observation = 24\n" in model.source, model.source
+    cells = np.array([[c] for c in safe for _ in range(4)], dtype=np.float64)
+    moves = np.tile(np.arange(4), len(safe))
+    states, _, _ = _run(_program(model.source), cells, moves)
+    assert [int(v) for v in states[:, 0]] == [move(int(c), int(a)) for c, a in zip(cells[:, 0], moves)]
+
+
 def test_a_rule_never_true_on_the_data_is_not_written():
     obs, actions, nxt, _, _ = _rail(200, seed=2)
     rewards = np.full(len(obs), -1.0)

@@ -505,14 +505,32 @@ def reward_rule(obs, actions, next_obs, rewards, names, *, discrete: bool, n_act
     return max(options, key=lambda o: o.exact)
 
 
+def _outcomes(ok: np.ndarray, rule: np.ndarray, old: np.ndarray, truth: np.ndarray) -> np.ndarray:
+    """The outcome of each transition as a label: ``"rule"`` (the rule is right), ``"old"`` (the
+    value stays), ``"=v"`` (it is set to ``v``: a value the wrong transitions land on from
+    different steps, as a fall that sends one back to the start) or ``"+d"`` (the rule's value
+    plus a fixed step)."""
+    labels = np.full(len(rule), "rule", dtype=object)
+    wrong = ~ok
+    labels[wrong & (truth == old)] = "old"
+    rest = wrong & (truth != old)
+    for v in np.unique(truth[rest]):
+        hits = rest & (truth == v)
+        if hits.sum() >= 2 and len(np.unique(truth[hits] - rule[hits])) > 1:
+            labels[hits] = f"={literal(float(v))}"
+    for k in np.flatnonzero(rest & (labels == "rule")):
+        labels[k] = f"+{literal(float(truth[k] - rule[k]))}"
+    return labels.astype(str)
+
+
 def component_rule(index: int, names, rule: np.ndarray, obs, actions, next_obs, *,
                    discrete: bool, n_actions: int, atol: float, rtol: float) -> Rule | None:
     """For a whole-number component whose rule (`rule`: its values on the transitions) is wrong
     on some transitions: a tree over the old state (and the action) that tells where the new
-    value is the old one instead, or the rule's value plus a fixed step; as lines that follow
-    the rule's ``new_<name> = ...``. With discrete actions, one tree per action (over the old
-    state: what blocks one move is not what blocks another). None where the trees are right no
-    more often than the rule."""
+    value is the old one instead, a value it is set to, or the rule's value plus a fixed step
+    (`_outcomes`); as lines that follow the rule's ``new_<name> = ...``. With discrete actions,
+    one tree per action (over the old state: what blocks one move is not what blocks another).
+    None where the trees are right no more often than the rule."""
     obs = np.asarray(obs, dtype=np.float64)
     next_obs = np.asarray(next_obs, dtype=np.float64)
     old = obs[:, index]
@@ -520,9 +538,6 @@ def component_rule(index: int, names, rule: np.ndarray, obs, actions, next_obs, 
     ok = values_close(rule, truth, atol, rtol)
     if ok.all():
         return None
-    # the outcome of each transition: the rule (0), the old value (inf stands for it), or the
-    # rule plus a step
-    codes = np.where(ok, 0.0, np.where(truth == old, np.inf, truth - rule))
     places = place_values(obs, next_obs)
     # the rule's own value is a feature too (``_rule``): a move off the edge is where the rule
     # gives a value past it
@@ -531,11 +546,15 @@ def component_rule(index: int, names, rule: np.ndarray, obs, actions, next_obs, 
     if discrete:
         a = np.asarray(actions).reshape(-1).astype(np.int64)
         groups = [(f"action == {k}", a == k) for k in np.unique(a)]
-    outcome = np.zeros(len(old))
+    outcome = np.full(len(old), "rule", dtype=object)
+    codes = np.full(len(old), "rule", dtype=object)
+    for _, rows in groups:  # outcomes per group: a value set by one action is not another's
+        codes[rows] = _outcomes(ok[rows], rule[rows], old[rows], truth[rows])
+    codes = codes.astype(str)
     name = names[index]
     lines, text = [], []
     for guard, rows in groups:
-        if not (codes[rows] != 0).any():
+        if not (codes[rows] != "rule").any():
             continue
         if len(np.unique(codes[rows])) == 1:  # the same outcome on every transition of the action
             tree, pred, chosen = None, np.zeros(int(rows.sum()), dtype=np.int64), codes[rows][:1]
@@ -552,20 +571,28 @@ def component_rule(index: int, names, rule: np.ndarray, obs, actions, next_obs, 
             pred, chosen = tree.pred, tree.classes
         outcome[rows] = chosen[pred]
         for label, value in enumerate(chosen):
-            if value == 0 or not (pred == label).any():
+            if value == "rule" or not (pred == label).any():
                 continue
             condition = tree.selector(label) if tree is not None else "True"
             if guard:
                 condition = guard if condition == "True" else (
                     f"{guard} and ({condition})" if " or " in condition else f"{guard} and {condition}")
-            then = name if np.isinf(value) else f"new_{name} + {literal(float(value))}".replace("+ -", "- ")
+            then = (name if value == "old" else value[1:] if value[0] == "=" else
+                    f"new_{name} + {value[1:]}".replace("+ -", "- "))
             lines.append(f"    if {condition}:\n        new_{name} = {then}\n")
             text.append(f"{then} if {condition}")
     if not lines:
         return None
     if any(re.search(r"\b_rule\b", line.split("\n")[0]) for line in lines):
         lines.insert(0, f"    _rule = new_{name}\n")  # before any line changes it
-    pred = np.where(outcome == 0, rule, np.where(np.isinf(outcome), old, rule + outcome))
+    pred = rule.astype(np.float64).copy()
+    for k, value in enumerate(outcome):
+        if value == "old":
+            pred[k] = old[k]
+        elif value[0] == "=":
+            pred[k] = float(value[1:])
+        elif value[0] == "+":
+            pred[k] = rule[k] + float(value[1:])
     exact = float(np.mean(values_close(pred, truth, atol, rtol)))
     if exact <= float(np.mean(ok)):
         return None
