@@ -263,6 +263,7 @@ class Tree:
         tree = model.tree_
         self.model = model
         self.classes = classes
+        self.carried = float("nan")  # set by `_learn`: the share right when learned without them
         x = feats.values
         # the class of each transition as the written conditions give it (sklearn compares in
         # float32; the conditions compare in float64 at a cut between the two sides' values)
@@ -417,17 +418,29 @@ def _learn(feats: Features, labels: np.ndarray, **kwargs) -> Tree | None:
             break
     if best is not None:
         candidates.append((best[1], best[2]))
-    if len(candidates) < 2:
-        return candidates[0][0] if candidates else None
+    if not candidates:
+        return None
 
     def merit(candidate):
         tree, used = candidate
         carried = _held_out_right(used, labels, **kwargs)
+        tree.carried = carried
         return (0.0 if np.isnan(carried) else carried,
                 float(np.mean(tree.classes[tree.pred] == labels)))
 
     scored = [merit(c) for c in candidates]
     return candidates[int(np.argmax([s[0] * 2 + s[1] * 1e-3 for s in scored]))][0]
+
+
+def _carries(tree: Tree, labels: np.ndarray) -> bool:
+    """Whether a learned tree carries to transitions it was not learned on better than its most
+    frequent label does (`_held_out_right`, on the training transitions): a rule that does not
+    is a fit to the few transitions it was learned on (a random monster's move, a card draw)."""
+    carried = getattr(tree, "carried", float("nan"))
+    if np.isnan(carried):
+        return True  # too few transitions to tell
+    _, counts = np.unique(labels, return_counts=True)
+    return carried > counts.max() / len(labels)
 
 
 def done_code(rule_text: str) -> str:
@@ -456,7 +469,7 @@ def done_rule(obs, actions, next_obs, terminated, names, *, discrete: bool,
     feats = features(obs, actions, names=names, discrete=discrete, n_actions=n_actions,
                      next_obs=next_obs, places=place_values(obs, next_obs))
     tree = _learn(feats, ends)
-    if tree is None:
+    if tree is None or not _carries(tree, ends):
         return never
     right = float(np.mean(tree.classes[tree.pred] == ends))
     if right <= never.exact or True not in tree.classes:
@@ -489,7 +502,7 @@ def reward_rule(obs, actions, next_obs, rewards, names, *, discrete: bool, n_act
         feats = features(obs, actions, names=names, discrete=discrete, n_actions=n_actions,
                          next_obs=next_obs, places=place_values(obs, next_obs))
         tree = _learn(feats, r)
-        if tree is not None:
+        if tree is not None and _carries(tree, r):
             pred = tree.classes[tree.pred]
             default = int(np.argmax(np.bincount(tree.pred, minlength=len(tree.classes))))
             lines = [f"    reward = {literal(float(tree.classes[default]))}\n"]
@@ -566,7 +579,7 @@ def component_rule(index: int, names, rule: np.ndarray, obs, actions, next_obs, 
                                  (False,) + feats.binary, (bool(np.all(own == np.round(own))),)
                                  + feats.whole, (0,) + feats.level)
             tree = _learn(feats, codes[rows])
-            if tree is None:
+            if tree is None or not _carries(tree, codes[rows]):
                 continue
             pred, chosen = tree.pred, tree.classes
         outcome[rows] = chosen[pred]
