@@ -51,7 +51,11 @@ def test_cwmb_job_synthesizes_scores_and_plans(script, tmp_path):
     assert result["scores"]["sound"]["score"] == 1.0
     assert result["scores"]["paper"]["ceiling"] == pytest.approx(result["scores"]["paper"]["score"])
     assert result["scores"]["paper_on_paper_buffer"] is None  # the paper released no RTFM buffer here
-    assert result["planning"]["model"]["returns"] == result["planning"]["oracle"]["returns"]
+    # five steps: neither the oracle nor random play wins, so the model is not planned with
+    # (its normalized return would be undefined whatever it earned)
+    planning = result["planning"]
+    assert planning["return_oracle"] == planning["return_random"] and planning["model"] is None
+    assert planning["normalized_note"] == "undefined: the oracle and the random policy tie"
     assert "def step(state, action)" in (Path(result["run_dir"]) / "best_model.py").read_text()
     spec = json.loads((Path(result["run_dir"]) / "run.json").read_text())  # the keys of before
     legacy = json.loads((ROOT / "tests" / "data" / "legacy_runs" / "cwmb_job.run.json").read_text())

@@ -82,6 +82,19 @@ def test_normalized_return_is_undefined_when_oracle_and_random_tie():
     assert normalized_return(10.0, 5.0, None) is None
 
 
+def test_a_benchmark_does_not_plan_with_the_model_where_oracle_and_random_tie():
+    # five steps of a swing-up: neither the oracle nor random play reaches the goal, so the
+    # model's return could not be normalized; a model that would fail is never run
+    broken = "def step(state, action):\n    raise RuntimeError('planned with')\n"
+    small = make_config("mcts", num_simulations=2, rollout_depth=3)
+    result = evaluate("Acrobot-v1", broken, small, episodes=1, max_steps=5,
+                      skip_model_on_tie=True)
+    assert result.references_tie and result.model is None
+    assert result.to_dict()["normalized_note"] == "undefined: the oracle and the random policy tie"
+    planned = evaluate("Acrobot-v1", broken, small, episodes=1, max_steps=5)
+    assert planned.model is not None and not planned.model.ok  # a user's `plan` still runs it
+
+
 @pytest.mark.parametrize("env_id", ["CartPole-v1", "Pendulum-v1", "Taxi-v4", "HalfCheetah-v4"])
 def test_oracle_restores_the_simulator_exactly(env_id):
     oracle = OracleModel(env_id)

@@ -189,6 +189,7 @@ def run_cwmb_job(job: Job, workdir: str) -> dict:
         evaluation = evaluate(spec, result.program_to_plan_with, planner_config(spec, options),
                               episodes=int(options["episodes"]),
                               seed=job.seed, max_steps=options["max_steps"],
-                              decision_timeout_s=float(options["decision_timeout_s"]))
+                              decision_timeout_s=float(options["decision_timeout_s"]),
+                              skip_model_on_tie=True)
         out["planning"] = {**evaluation.to_dict(), "seconds": time.perf_counter() - t0}
     return out

@@ -125,10 +125,20 @@ class PlanEvaluation:
         return normalized_return(self.model.mean, self.random.mean, self.oracle.mean)
 
     @property
+    def references_tie(self) -> bool:
+        """The oracle and the random policy both ran and earned the same mean return: no model's
+        return can be normalized against them."""
+        return (self.random is not None and self.oracle is not None and self.random.ok
+                and self.oracle.ok and bool(self.random.returns) and bool(self.oracle.returns)
+                and normalized_return(0.0, self.random.mean, self.oracle.mean) is None)
+
+    @property
     def normalized_note(self) -> str | None:
         """Why the normalized return is undefined, when it is."""
         if self.normalized_return is not None:
             return None
+        if self.references_tie:
+            return "undefined: the oracle and the random policy tie"
         if self.model is None or self.random is None or self.oracle is None:
             return "needs the model, random and oracle returns"
         if not self.model.ok:
@@ -381,7 +391,8 @@ UNLIMITED_ENV_MAX_STEPS = 100
 def evaluate(env: EnvSpec | str, source: str | None = None, config: Any = None, *, episodes: int = 10, seed: int = 0,
              max_steps: int | None = None, policies: tuple[str, ...] = POLICIES, use_cache: bool = True,
              decision_timeout_s: float = DEFAULT_DECISION_TIMEOUT_S, compile: bool = True,
-             progress: Progress | None = None, protocol: str | Protocol | None = None) -> PlanEvaluation:
+             progress: Progress | None = None, protocol: str | Protocol | None = None,
+             skip_model_on_tie: bool = False) -> PlanEvaluation:
     """Evaluate a code world model by the return its planner earns on the real environment.
 
     Args:
@@ -402,6 +413,9 @@ def evaluate(env: EnvSpec | str, source: str | None = None, config: Any = None, 
         progress: called as ``progress(policy, episode, step)`` after every real step.
         protocol: a named protocol (`codeworld.planning._protocol.PROTOCOLS`, e.g. ``"paper"``)
             whose episodes and step cap replace `episodes` and `max_steps`.
+        skip_model_on_tie: do not plan with the model where the oracle and the random policy
+            tie (`PlanEvaluation.references_tie`): its normalized return is undefined whatever
+            it earns (a benchmark's time goes to the returns it can report).
 
     Random and oracle returns come from the reference table when it holds them for this env,
     seed, config, episodes and step cap (with `use_cache`), else from the cache, else are run.
@@ -438,6 +452,8 @@ def evaluate(env: EnvSpec | str, source: str | None = None, config: Any = None, 
     if "model" in policies:
         if source is None:
             raise ValueError("evaluating the model needs its source")
+        if skip_model_on_tie and result.references_tie:
+            return result
         result.model = run_model(spec, source, config, episodes, seed, max_steps, decision_timeout_s,
                                  compile, progress)
     return result
