@@ -66,10 +66,14 @@ def test_local_model_writes_a_cartpole_step(tmp_path):
     avoid = first_line(completion.text)
     answer, note = complete_with_other_line(Recording(), messages, avoid, tries=4, line_seeds=[1, 2, 3, 4],
                                             temperature=1.0, seed=0, max_tokens=60, stop=["\n```"])
-    lines = [a.text for kwargs, a in sent if kwargs.get("stop") == ["\n"]]
-    # the note counts the line requests made, and the server stopped each at its first newline
-    # (it fails where `stop` is not honoured and a line request runs on into the program)
-    assert 1 <= len(lines) == note["line_tries"] <= 4 and all("\n" not in text for text in lines)
+    line_answers = [a for kwargs, a in sent if kwargs.get("stop") == ["\n"]]
+    lines = [a.text for a in line_answers]
+    # one request per line tried, then one for the rest of the answer
+    assert len(sent) == note["line_tries"] + 1 and sent[-1][0].get("stop") == ["\n```"]
+    # the server stopped each line request at its first newline, not at its token limit (it
+    # fails where `stop` is not honoured and a line request runs on into the program)
+    assert line_answers and all(a.finish_reason == "stop" and "\n" not in a.text
+                                and a.completion_tokens < 60 for a in line_answers)
     if note["other_line"]:
         assert code_of(first_line(answer.text)) not in ("", code_of(avoid))
         assert answer.text.startswith(lines[-1] + "\n")
