@@ -185,7 +185,6 @@ def build_data_model(scaffold: Scaffold, obs, actions, next_obs, rewards, termin
     done = done_rule(obs, actions, next_obs, ends, refs, discrete=discrete, n_actions=n_actions)
 
     ordered = _in_order(parts, refs)
-    sure = [line for _, right, lines in ordered if right for line in lines]
     head = scaffold.head()
     body = ["    new_s = s.copy()\n"] if not unpacked else []
     body += [line for _, _, lines in ordered for line in lines]
