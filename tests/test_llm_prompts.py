@@ -22,6 +22,8 @@ FIELDS = {
                 "evidence": "predicted next state: [2], true reward: 1", "start": "# "},
     "fix": {"description": "D", "form": "F", "program": "P", "error": "line 3: ZeroDivisionError"},
     "zero_shot": {"description": "D", "form": "F", "start": ""},
+    "unseen": {"description": "D", "form": "F", "program": "P",
+               "evidence": "- reward 20: the description says \"+20 at the exit.\"", "start": "# "},
     "predict": {"description": "D", "examples": "E", "state": "[0]", "action": "1"},
 }
 
@@ -46,14 +48,14 @@ def test_every_template_renders_with_exactly_its_fields(name):
 
 
 def test_code_prompts_ask_for_plain_correct_python_in_the_functional_form():
-    for name in ("generate", "improve", "fix", "zero_shot"):
+    for name in ("generate", "improve", "fix", "zero_shot", "unseen"):
         system = render(name, **FIELDS[name])[0]["content"]
         assert "def step(state, action)" in system
         assert "Numba" not in system and "nopython" not in system  # correct first, fast second
 
 
 def test_every_code_prompt_starts_the_answer_as_code():
-    for name in ("generate", "improve", "fix", "zero_shot"):
+    for name in ("generate", "improve", "fix", "zero_shot", "unseen"):
         messages = render(name, **FIELDS[name])
         assert messages[-1]["role"] == "assistant"
         assert messages[-1]["content"].startswith("```python\n")

@@ -249,3 +249,114 @@ def test_a_reward_equation_of_the_description_is_a_term_of_the_reward_fit(tmp_pa
     data_model = world.assists.data_model()
     assert "math.sqrt(new_x ** 2 + new_y ** 2)" in data_model.program
     assert world.evaluator.evaluate(data_model.program).score >= 1.0 - 1e-5
+
+
+CORRIDOR = """# Corridor
+
+## Description
+
+A walker in a corridor of cells 0 to 8 steps left (action 0) or right (action 1); cell 8 is the exit.
+
+## Observation Space
+
+| Num | Observation | Min | Max |
+|---|---|---|---|
+| 0 | Cell | 0 | 8 |
+
+## Rewards
+
+- -1 for every step.
+- +10 for reaching the exit.
+
+## Episode End
+
+The episode terminates when the walker reaches the exit.
+"""
+
+
+def _corridor(tmp_path) -> str:
+    """Recorded episodes of the corridor that never reach the exit: at cell 7 the walker always
+    turned back. Saved as a dataset with its description beside it."""
+    rng = np.random.default_rng(2)
+    rows = []
+    for _ in range(16):
+        x = int(rng.integers(0, 7))
+        for t in range(12):
+            a = 0 if x == 7 else int(rng.integers(0, 2))
+            nxt = max(x + (1 if a else -1), 0)
+            rows.append((x, a, nxt, t == 0))
+            x = nxt
+    obs, actions, nxt, starts = (np.array([r[k] for r in rows], dtype=float) for k in range(4))
+    n = len(rows)
+    path = tmp_path / "corridor.npz"
+    np.savez(path, obs=obs.reshape(-1, 1), actions=actions.reshape(-1, 1), rewards=-np.ones(n),
+             next_obs=nxt.reshape(-1, 1), terminated=np.zeros(n, bool), truncated=np.zeros(n, bool),
+             episode_start=np.maximum.accumulate(np.where(starts > 0, np.arange(n), 0)))
+    (tmp_path / "corridor.md").write_text(CORRIDOR)
+    return f"data:{path}"
+
+
+# what an answer to the unseen-reward request writes after its start: the exit's condition,
+# reward and end
+EXIT = """new_cell == 8:
+        reward = 10.0
+        done = True
+"""
+
+
+def test_a_reward_the_description_states_and_the_data_never_shows_is_asked_for(tmp_path):
+    from codeworld.synthesis import GifMcts, synthesize
+    from codeworld.synthesis.fakes import ScriptedLLM
+    from codeworld.worlds.cwmb._feedback import described_rewards
+
+    assert described_rewards(CORRIDOR) == ((-1.0, "-1 for every step."),
+                                           (10.0, "+10 for reaching the exit."))
+    # not a threshold to reach, a value under another setting, a bound, a number in a name
+    text = ("# X\n\n## Description\n\nA reward of 7 in the text.\n\n## Rewards\n\n- +5 at the goal.\n"
+            "The reward threshold is 100. If `dense=True`, a reward of 2 is given. A reward of 1 "
+            "while |x| < 0.5 in v1.\n\n## Episode End\n\nAfter 3 steps.\n")
+    assert [v for v, _ in described_rewards(text)] == [5.0, 1.0]
+    env = _corridor(tmp_path)
+    world = make_cwmb_world(env, assist=AssistConfig(regression=False))
+    evaluator = world.evaluator
+    assert evaluator.unseen_rewards == ((10.0, "+10 for reaching the exit."),)
+    # the data model is exact on every training transition, but never returns the exit's +10:
+    # not perfect (the search goes on), above a program that is merely close
+    data = world.assists.data_model().program
+    evaluation = evaluator.evaluate(data)
+    assert not evaluation.buggy and 1.0 - 1e-5 < evaluation.score < 1.0 - 1e-6
+    assert evaluation.report["described_rewards"] == {"unseen": [10.0], "missing": [10.0]}
+    assert target_of(evaluation.feedback) == "reward"
+    assert '- reward 10: the description says "+10 for reaching the exit."' in evaluation.feedback
+    # the request: the whole description (the episode's end is in it), not the data section;
+    # the answer starts where the reward is computed
+    request = Request(call=0, action=IMPROVE, parent=1, program=data,
+                      feedback=evaluation.feedback, mispredicted=None)
+    messages = world.prompts.messages(request)
+    assert "right on every recorded transition" in messages[1]["content"]
+    assert "## Episode End" in messages[1]["content"]
+    assert "## What the recorded data shows" not in messages[1]["content"]
+    start = messages[-1]["content"]
+    assert start.startswith("```python\n# reward: adds what the description states")
+    # the answer goes on after the program's last reward or done line, with the condition
+    assert start.endswith('    # the description: "+10 for reaching the exit."\n    if ')
+    kept = start.split("\n", 2)[2].rsplit("    # the description", 1)[0]
+    assert data.startswith(kept) and "done = " in kept.splitlines()[-1]
+    # an answer that writes it where the description says, and stays right on the data: perfect
+    rest = EXIT + data[len(kept):] + "```"
+    good = world.prompts.program(request, rest)
+    scored = evaluator.evaluate(good)
+    assert scored.score >= 1.0 - 1e-9 and scored.report["described_rewards"]["missing"] == []
+    # one that returns it where the data says otherwise loses to the data model
+    wrong = good.replace("if new_cell == 8:", "if action == 1:")
+    assert evaluator.evaluate(wrong).score < evaluation.score
+    # the search starts from the data model, asks once, and stops on the answer
+    llm = ScriptedLLM([rest, rest])
+    result = synthesize(GifMcts(seed=0), llm=llm, prompts=world.prompts, evaluator=evaluator,
+                        budget=2, seeds=world.seeds)
+    assert result.accounting.calls == 1 and result.best_call == 0
+    assert "reward = 10.0" in result.best_program
+    # switched off, the data model is perfect as it is, and no call is made
+    off = make_cwmb_world(env, assist=AssistConfig(regression=False, described_rewards=False))
+    assert off.evaluator.unseen_rewards == ()
+    assert off.evaluator.evaluate(data).score >= 1.0 - 1e-9

@@ -114,6 +114,12 @@ class AssistConfig:
             `codeworld.worlds.cwmb._data_model`) and the search starts from it where it scores
             above the do-nothing model; both are candidates for the best program, so the best
             is never below the floor on the training episodes (`codeworld.synthesis.types.Seed`).
+        described_rewards: a program exact on every training transition is not yet perfect
+            where the description states a reward the training episodes never show (a few-valued
+            reward; `codeworld.worlds.cwmb._feedback.unseen_rewards`) and the program returns
+            it on no recorded state with any action: the search goes on, its improve requests
+            ask for those rewards with the description's sentences, and of programs exact on
+            the data it prefers the one that returns more of them.
     """
 
     scaffold: bool = True
@@ -136,6 +142,7 @@ class AssistConfig:
     regression: bool = True
     regression_seconds: float = 10.0
     data_model: bool = True
+    described_rewards: bool = True
 
     # What a saved config without these (older) fields was made with.
     ABSENT_IN_OLDER_RUNS: ClassVar[dict] = {"relations": False, "structure": False,
@@ -144,7 +151,8 @@ class AssistConfig:
                                             "compact_tables": False,
                                             "reward_from_old": False, "angles": False,
                                             "regression": False,
-                                            "data_model": False}
+                                            "data_model": False,
+                                            "described_rewards": False}
 
     def __post_init__(self) -> None:
         if self.fit_seconds <= 0:
@@ -220,4 +228,7 @@ ASSIST_ABLATIONS: dict[str, dict] = {
     "no-regression": {"assist.regression": False},
     # no data model and no floor program in the search: it starts from the skeleton, as before
     "no-data-model": {"assist.data_model": False},
+    # a program exact on the training episodes is perfect even where the description states
+    # rewards the episodes never show (no calls are spent asking for them)
+    "no-described-rewards": {"assist.described_rewards": False},
 }

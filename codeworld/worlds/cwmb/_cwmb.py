@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from codeworld._model_worker import PROGRAM_TIMEOUT_S
-from codeworld.worlds.cwmb._feedback import SUMMARY_HEAD, Targets, target_of
+from codeworld.worlds.cwmb._feedback import (REWARD, SUMMARY_HEAD, UNSEEN_HEAD, Targets, target_of,
+                                             unseen_sentence)
 from codeworld.synthesis.types import (FIX, GENERATE, IMPROVE, Evaluator, FinishRecord, FitNote, ProgramEvaluation,
                                        Request, World)
 
@@ -34,10 +35,11 @@ if TYPE_CHECKING:
     from codeworld.worlds.cwmb._scaffold import Scaffold
     from codeworld.synthesis.types import Seed
 
-# The world-model prompts' templates (``generate``, ``improve``, ``fix``, ``zero_shot``, and
-# ``predict`` for the LLM as the world model), beside the code that fills them.
+# The world-model prompts' templates (``generate``, ``improve``, ``fix``, ``zero_shot``,
+# ``unseen`` for rewards stated but never recorded, and ``predict`` for the LLM as the world
+# model), beside the code that fills them.
 PROMPT_DIR = Path(__file__).resolve().parent / "prompts"
-PROMPT_NAMES = ("generate", "improve", "fix", "zero_shot", "predict")
+PROMPT_NAMES = ("generate", "improve", "fix", "zero_shot", "unseen", "predict")
 
 
 def render_cwmb(name: str, **values: object) -> list[dict]:
@@ -107,6 +109,15 @@ class CwmbPrompts:
             if request.parent < 0:
                 return render_cwmb("zero_shot", description=d, form=form, start=start)
             return render_cwmb("generate", description=d, form=form, partial_program=start)
+        if request.action == IMPROVE and request.feedback.startswith(UNSEEN_HEAD):
+            # right on the data: the description's rewards the data never shows, asked for
+            # beside the whole description (the state's encoding is in it), without the data
+            # section; the answer starts where the reward is computed
+            start = continue_after_reward(request.program, unseen_sentence(request.feedback),
+                                          head=f"# {REWARD}: adds what the description states, "
+                                               "the rest kept\n")
+            return render_cwmb("unseen", description=d, form=self.names_form,
+                               program=request.program, evidence=request.feedback, start=start)
         if request.action == IMPROVE and (request.feedback or request.mispredicted):
             mis = request.mispredicted
             if mis and "expected" in mis and "predicted" in mis and not _is_summary(request.feedback):
@@ -161,6 +172,10 @@ PERFECT = 1.0 - 1e-9
 # The search signal of a program right within the sound tolerances on every training transition
 # but not within the paper's: just under every search's stop-on-perfect bar, so the search goes on.
 NEAR_PERFECT = 1.0 - 1e-5
+# A program exact on every training transition that returns none of the rewards the description
+# states and the data never shows signals 1 - UNSEEN_GAP (one that returns some, less of the gap):
+# above NEAR_PERFECT, below every search's stop-on-perfect bar, so the search goes on.
+UNSEEN_GAP = 5e-6
 
 
 def _is_summary(feedback: str) -> bool:
@@ -187,19 +202,48 @@ def drop_unmatched(source: str, at_most: int = 3) -> str | None:
     return None
 
 
-def continue_at(program: str, target: str) -> str:
+def continue_at(program: str, target: str, head: str | None = None) -> str:
     """The start of a targeted improve's answer: a comment naming `target` (``new x``,
     ``reward``, ``done``; `codeworld.worlds.cwmb._feedback.target_of`) and the program's lines
     before the first one that assigns it, so that the answer goes on where the change is; just
-    the comment where no line assigns it."""
+    the comment where no line assigns it. `head` replaces the comment."""
     name = target[len("new "):] if target.startswith("new ") else target
     assigns = re.compile(rf"\s+{'new_' if target.startswith('new ') else ''}{re.escape(name)}\s*=[^=]")
     lines = program.splitlines(keepends=True)
-    head = f"# {target} was wrong: corrected below, the rest kept\n"
+    head = head if head is not None else f"# {target} was wrong: corrected below, the rest kept\n"
     for k, line in enumerate(lines):
         if assigns.match(line):
             return head + "".join(lines[:k])
     return head
+
+
+def continue_after_reward(program: str, sentence: str, head: str) -> str:
+    """The start of an answer that adds a reward the description states: `head`, the program's
+    lines up to the last statement of ``step`` that sets the reward or done, the description's
+    `sentence` as a comment and ``if ``, so the answer goes on with the condition (where no
+    such statement is found, `continue_at` the reward)."""
+    import ast
+
+    try:
+        tree = ast.parse(program)
+    except SyntaxError:
+        tree = None
+    step = next((node for node in (tree.body if tree else ()) if isinstance(node, ast.FunctionDef)
+                 and node.name == "step"), None)
+
+    def sets(node: ast.AST) -> bool:
+        return any(isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+                   and n.id in ("reward", "done") for n in ast.walk(node))
+
+    last = None if step is None else next(
+        (stmt for stmt in reversed(step.body) if sets(stmt)), None)
+    if last is None or last is step.body[-1] or last.end_lineno is None:
+        return continue_at(program, REWARD, head=head)
+    lines = program.splitlines(keepends=True)
+    indent = " " * last.col_offset
+    quoted = sentence.replace("\n", " ")
+    return (head + "".join(lines[:last.end_lineno])
+            + f'{indent}# the description: "{quoted}"\n{indent}if ')
 
 
 def error_feedback(report: dict, program: str) -> str:
@@ -259,6 +303,9 @@ class ScorerEvaluator(Evaluator):
         self.detect_copies = False
         # what a targeted summary says about each component (None: the plain summary)
         self.targets: Targets | None = None
+        # the rewards the description states that no training transition shows, each with its
+        # sentence (`codeworld.worlds.cwmb._feedback.unseen_rewards`; empty: none, or off)
+        self.unseen_rewards: tuple[tuple[float, str], ...] = ()
 
     def prepare(self, program: str, parent: str = "") -> tuple[str, list[dict]]:
         """The program after its mechanical repairs, and the repairs (empty with checks off).
@@ -278,6 +325,8 @@ class ScorerEvaluator(Evaluator):
         kept (the held-out score improves) and the whole-buffer score rises; else None."""
         if not self.assist.fit_constants or evaluation.buggy or evaluation.score >= PERFECT:
             return None
+        if "described_rewards" in evaluation.report:
+            return None  # exact on the data already: a fit cannot add a reward it never saw
         from codeworld.fitting import FitConfig, fit_constants
 
         fit = fit_constants(program, self.scorer, FitConfig(max_seconds=self.assist.fit_seconds),
@@ -329,6 +378,8 @@ class ScorerEvaluator(Evaluator):
                 held, held_predictions = self.heldout.score_worker(worker, timeout_s=self.timeout_s)
             if report.ok and self.assist.beyond_data:
                 beyond = self.beyond_data(worker)
+            anywhere = (self.rewards_anywhere(worker) if report.ok and self.unseen_rewards
+                        and float(report.score) >= PERFECT else None)
         data = report.to_dict()
         if not report.ok:
             return ProgramEvaluation(0.0, True, error_feedback(data, program), None, data)
@@ -370,6 +421,8 @@ class ScorerEvaluator(Evaluator):
                     f"state is {_values(buf.next_obs[k])} and reward {float(buf.rewards[k]):.6g}. "
                     "A linear or rounded stand-in for the real formula is close, not right."),
                     None, data)
+            if self.unseen_rewards:
+                return self._described(anywhere, data, score)
         feedback = ""
         if mispredicted and self.assist.error_summary and predictions is not None:
             feedback = self.error_summary(predictions)
@@ -380,6 +433,29 @@ class ScorerEvaluator(Evaluator):
                         f"predicted {mispredicted.get('predicted')}")
         return ProgramEvaluation(score, False, feedback, mispredicted, data)
 
+    def _described(self, rewards: np.ndarray | None, data: dict, score: float) -> ProgramEvaluation:
+        """The evaluation of a program exact on every training transition, where the
+        description states rewards the training episodes never show (`unseen_rewards`): perfect
+        when it returns each of them on some recorded state with some action, else just under
+        perfect by the share it leaves out (the search goes on, and of programs exact on the
+        data prefers the one that writes more of what the description states), with feedback
+        that asks for them."""
+        from codeworld.scoring._scorer import tolerances
+        from codeworld.worlds.cwmb._feedback import unseen_rewards_feedback
+
+        tol = tolerances(self.scorer.spec, self.scorer.mode)
+        written = np.unique(rewards) if rewards is not None else np.zeros(0)
+        missing = [(v, sentence) for v, sentence in self.unseen_rewards
+                   if not np.any(np.abs(written - v) <= tol.reward_atol + tol.reward_rtol * abs(v))]
+        data["described_rewards"] = {"unseen": [v for v, _ in self.unseen_rewards],
+                                     "missing": [v for v, _ in missing]}
+        if not missing:
+            return ProgramEvaluation(score, False, "", None, data)
+        n = len(self.scorer.buffer)
+        return ProgramEvaluation(
+            1.0 - UNSEEN_GAP * len(missing) / len(self.unseen_rewards), False,
+            unseen_rewards_feedback(n, missing, len(self.unseen_rewards)), None, data)
+
     def beyond_data(self, worker: ModelWorker) -> dict | None:
         """Step the program where planning will take it, beyond the recorded transitions: every
         recorded state (at most 2,000) with every discrete action (or 4 actions drawn from the
@@ -389,17 +465,10 @@ class ScorerEvaluator(Evaluator):
         and the state and action it failed on."""
         spec, buf = self.scorer.spec, self.scorer.buffer
         rng = np.random.default_rng(0)
-        states = np.unique(buf.obs, axis=0)
-        if len(states) > 2000:
-            states = states[rng.choice(len(states), 2000, replace=False)]
+        states = self._recorded_states(rng)
 
         def actions_for(k: int, every: bool) -> np.ndarray:
-            if spec.discrete:
-                n = max(int(spec.n_actions), 1)
-                return (np.tile(np.arange(n), k) if every else rng.integers(0, n, k)).reshape(-1, 1)
-            low = np.asarray(spec.action_low, dtype=np.float64)
-            high = np.asarray(spec.action_high, dtype=np.float64)
-            return rng.uniform(low, high, size=(k * (4 if every else 1), len(low)))
+            return self._actions(k, every, rng)
 
         def check(batch: np.ndarray, actions: np.ndarray) -> tuple[dict | None, np.ndarray]:
             repeat = len(actions) // len(batch)
@@ -440,6 +509,34 @@ class ScorerEvaluator(Evaluator):
             if failure is not None:
                 return failure
         return None
+
+    def _recorded_states(self, rng: np.random.Generator, at_most: int = 2000) -> np.ndarray:
+        """The distinct recorded states of the training episodes (at most `at_most`, drawn)."""
+        states = np.unique(self.scorer.buffer.obs, axis=0)
+        if len(states) > at_most:
+            states = states[rng.choice(len(states), at_most, replace=False)]
+        return states
+
+    def _actions(self, k: int, every: bool, rng: np.random.Generator) -> np.ndarray:
+        """Actions for `k` states in a row: with `every`, each discrete action for each state in
+        turn (or 4 drawn from the box for each); else one drawn for each."""
+        spec = self.scorer.spec
+        if spec.discrete:
+            n = max(int(spec.n_actions), 1)
+            return (np.tile(np.arange(n), k) if every else rng.integers(0, n, k)).reshape(-1, 1)
+        low = np.asarray(spec.action_low, dtype=np.float64)
+        high = np.asarray(spec.action_high, dtype=np.float64)
+        return rng.uniform(low, high, size=(k * (4 if every else 1), len(low)))
+
+    def rewards_anywhere(self, worker: ModelWorker) -> np.ndarray | None:
+        """The rewards the program returns on every recorded state with every action (as
+        `beyond_data` steps it first), or None where it fails there."""
+        rng = np.random.default_rng(0)
+        states = self._recorded_states(rng)
+        actions = self._actions(len(states), True, rng)
+        inputs = np.repeat(states, len(actions) // len(states), axis=0)
+        prediction = worker.predict(inputs, actions, timeout_s=self.timeout_s)
+        return np.asarray(prediction.rewards, dtype=np.float64) if prediction.ok else None
 
     def error_summary(self, predictions: Predictions) -> str:
         """The summary of a healthy program's errors over the buffer (`summarize_errors`)."""
@@ -593,6 +690,13 @@ def make_cwmb_world(env_id: str, assist: AssistConfig | None = None,
     from codeworld.worlds.cwmb._feedback import build_targets
 
     evaluator.targets = build_targets(description, scaffold.names, found, data)
+    if assist.described_rewards:
+        from codeworld.scoring._scorer import tolerances
+        from codeworld.worlds.cwmb._feedback import described_rewards, unseen_rewards
+
+        tol = tolerances(scorer.spec, scorer.mode)
+        evaluator.unseen_rewards = unseen_rewards(described_rewards(description), buf.rewards,
+                                                  tol.reward_atol, tol.reward_rtol)
     from codeworld.worlds.cwmb._data_model import world_seeds
 
     seeds = world_seeds(scorer, scaffold, found if assist.relations else None, assist, terms)

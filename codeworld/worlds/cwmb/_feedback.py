@@ -365,6 +365,83 @@ def targeted_errors(*, states: np.ndarray, actions: np.ndarray, next_states: np.
     return _fit("\n".join(lines), max_tokens * CHARS_PER_TOKEN)
 
 
+# the first line of the feedback of a program right on every training transition that never
+# returns a reward the description states and the data never shows (`unseen_rewards_feedback`)
+UNSEEN_HEAD = "Right on every one of "
+# a reward with more distinct recorded values than this is a formula, not a list of cases
+MAX_REWARD_VALUES = 10
+# a sentence about a setting of the environment (``natural=True``, "if natural is True"): its
+# values hold only under that setting
+_SETTING = re.compile(r"\w\s*=\s*(?:True|False)\b|\bis (?:True|False)\b")
+_NUMBER = re.compile(r"(?<![\w.])[+-]?\d+(?:\.\d+)?(?!\w|\.\d)")
+
+
+def described_rewards(description: str) -> tuple[tuple[float, str], ...]:
+    """The reward values the description states, each with its sentence (a list item counts as
+    one): the numbers in the sentences of its reward section (a heading that names rewards),
+    leaving out sentences about a threshold (a score to reach, not a reward) or about a setting
+    (``flag=True``, "if flag is True": another variant of the environment), numbers inside
+    names (``v1``, ``x_2``) and bounds of conditions (``< 0.2``). Empty without such a section."""
+    found: list[tuple[float, str]] = []
+    inside = False
+    for line in description.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("#"):
+            inside = re.search(r"\breward", stripped, re.IGNORECASE) is not None
+            continue
+        if not inside or not stripped:
+            continue
+        item = re.sub(r"^(?:[-*+]\s+|\|\s*)", "", stripped)  # a list item's or a row's mark
+        for unit in re.split(r"(?<=[.!?])\s+", item):
+            if not unit or re.search(r"threshold", unit, re.IGNORECASE) or _SETTING.search(unit):
+                continue
+            text = unit.replace("`", " ")
+            for match in _NUMBER.finditer(text):
+                if text[:match.start()].rstrip().endswith(("<", ">", "≤", "≥", "<=", ">=")):
+                    continue  # a bound in a condition, not a reward
+                value = float(match.group())
+                if all(value != v for v, _ in found):
+                    found.append((value, unit))
+    return tuple(found)
+
+
+def unseen_rewards(described, rewards: np.ndarray, atol: float, rtol: float
+                   ) -> tuple[tuple[float, str], ...]:
+    """The `described_rewards` that no recorded reward equals (within the scoring tolerance),
+    where the recorded rewards take few values (at most `MAX_REWARD_VALUES`): a reward of many
+    values is a formula, and its stated numbers are its constants."""
+    values = np.unique(np.asarray(rewards, dtype=np.float64))
+    if len(values) == 0 or len(values) > MAX_REWARD_VALUES:
+        return ()
+    return tuple((v, sentence) for v, sentence in described
+                 if not np.any(np.abs(values - v) <= atol + rtol * abs(v)))
+
+
+def unseen_rewards_feedback(n: int, missing, stated: int) -> str:
+    """What an *improve* request of a program right on all `n` training transitions says when
+    it never returns some of the rewards the description states and the data never shows
+    (`missing`, each with its sentence; `stated` such rewards in all): those rewards, their
+    sentences, and the one thing to change."""
+    lines = [f"{UNSEEN_HEAD}{n} recorded transitions (training episodes). But the description "
+             f"states {'a reward' if stated == 1 else 'rewards'} that the recorded episodes never "
+             "reached, and the program returns "
+             f"{'it' if len(missing) == 1 else 'none of these'} on no recorded state with any action:"]
+    for value, sentence in missing:
+        lines.append(f'- reward {_num(value)}: the description says "{sentence}"')
+    lines.append(f"{TARGET_HEAD}reward. Add {'it' if len(missing) == 1 else 'each of them'} with "
+                 "the condition the description gives (read the state's parts as the description "
+                 "encodes them), and end the episode where the description says it ends; keep "
+                 "every other line as it is.")
+    return "\n".join(lines)
+
+
+def unseen_sentence(feedback: str) -> str:
+    """The description's sentence of the first reward an `unseen_rewards_feedback` asks for
+    (empty for any other feedback)."""
+    match = re.search(r'^- reward [^:]+: the description says "(.*)"$', feedback, re.MULTILINE)
+    return match.group(1) if match else ""
+
+
 def target_of(feedback: str) -> str | None:
     """The component a `targeted_errors` text aims at (``new x``, ``reward``, ``done``), or None
     for any other feedback."""
