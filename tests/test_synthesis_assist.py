@@ -85,6 +85,22 @@ def test_scaffold_without_a_table_numbers_the_components_and_reads_whole_numbers
     assert numbered.names == ("s0", "s1", "s2") and numbered.named_from == "numbered"
 
 
+def test_the_parts_a_code_formula_packs_into_one_number_are_decoded_into_names():
+    text = ("A tile game on a 6 by 3 board with a colour.\n\nThe observation is "
+            "`(row * 3 + column) * 2 + colour`; an example: `2 * 3 + 1` is not one.\n")
+    scaffold = build_scaffold(TILES, text)
+    assert scaffold.packed == (("row", 6, None), ("column", 2, 3), ("colour", 1, 2))
+    head = scaffold.head()
+    assert ("    row = observation // 6\n    column = observation // 2 % 3\n"
+            "    colour = observation % 2\n") in head
+    step = {}
+    exec(head + "    return row, column, colour\n", step)
+    assert step["step"](np.array([(4 * 3 + 2) * 2 + 1.0]), 0) == (4, 2, 1)
+    # a state of several numbers, a real number, or no formula: nothing is decoded
+    assert build_scaffold(GREENHOUSE, GREENHOUSE_TEXT + text).packed == ()
+    assert build_scaffold(TILES, "The observation is one int.").packed == ()
+
+
 def test_the_skeleton_starts_the_reward_at_the_most_frequent_recorded_one():
     # and says it is a default, not the rule (a line that reads as an answer gets copied)
     assert "    reward = 0.0  # the most frequent recorded reward: write the description's reward rule\n" \

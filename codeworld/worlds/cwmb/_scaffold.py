@@ -57,6 +57,9 @@ class Scaffold:
         whole: per component, whether every recorded value of it is a whole number (read with
             ``int`` whatever the env's dtype); None when built without states. A scaffold built
             with them also marks the skeleton's reward line as the recorded default.
+        packed: the parts a single whole-number component packs, as the description's code
+            formula writes it (`packed_parts`): each part's name, place value and count of
+            values (None for the leading part); the head decodes them into names.
     """
 
     names: tuple[str, ...]
@@ -71,6 +74,7 @@ class Scaffold:
     max_unpacked: int = 32
     reward_default: float = 0.0
     whole: tuple[bool, ...] | None = None
+    packed: tuple[tuple[str, int, int | None], ...] = ()
 
     def is_int(self, i: int) -> bool:
         """Whether component `i` is read as an int: the env stores whole numbers, or every
@@ -128,6 +132,11 @@ class Scaffold:
                       for i, name in enumerate(self.names)]
         else:
             lines.append(f"    s = np.array(state, dtype=np.float64)  # {n} numbers: s[0] .. s[{n - 1}]")
+        if self.packed and n == 1:
+            lines.append(f"    # the parts the description packs into {self.names[0]}")
+            for part, place, count in self.packed:
+                value = self.names[0] if place == 1 else f"{self.names[0]} // {place}"
+                lines.append(f"    {part} = {value}" + (f" % {count}" if count else ""))
         if self.discrete:
             lines.append("    action = int(action)")
         else:
@@ -207,9 +216,51 @@ def build_scaffold(spec, description: str = "", max_unpacked: int = 32, rewards=
         if len(values):
             whole = tuple(bool(v) for v in (np.isfinite(values).all(axis=0)
                                             & (values == np.round(values)).all(axis=0)))
+    packed = ()
+    if n == 1 and (integer or (whole is not None and whole[0])):
+        packed = tuple(p for p in packed_parts(description) if p[0] not in names)
+        if len({p[0] for p in packed}) < len(packed):
+            packed = ()
     return Scaffold(tuple(names), tuple(labels), integer, discrete, int(spec.n_actions),
                     int(spec.action_dim), float(low), float(high), named_from, max_unpacked,
-                    reward_default, whole)
+                    reward_default, whole, packed)
+
+
+def packed_parts(description: str) -> tuple[tuple[str, int, int | None], ...]:
+    """The parts of a whole number that the description packs with a code formula of the form
+    ``(a * 5 + b) * 4 + c`` (in backticks; names and whole-number factors only): each part's
+    name, place value (``c``: 1, ``b``: 4, ``a``: 20) and count of values (``b``: 5, ``c``: 4;
+    None for the leading part, which is unbounded). Empty when the description has none."""
+    import ast
+
+    def parts(node) -> list[tuple[str, int | None]] | None:
+        if isinstance(node, ast.Name):
+            return [(node.id, None)]
+        if (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add)
+                and isinstance(node.right, ast.Name) and isinstance(node.left, ast.BinOp)
+                and isinstance(node.left.op, ast.Mult) and isinstance(node.left.right, ast.Constant)
+                and type(node.left.right.value) is int and node.left.right.value > 1):
+            inner = parts(node.left.left)
+            return None if inner is None else inner + [(node.right.id, node.left.right.value)]
+        return None
+
+    for span in re.findall(r"`([^`\n]+)`", description):
+        try:
+            tree = ast.parse(span.strip(), mode="eval")
+        except SyntaxError:
+            continue
+        found = parts(tree.body)
+        if found is None or len(found) < 2:
+            continue
+        names = [name for name, _ in found]
+        if any(keyword.iskeyword(x) or x in _RESERVED for x in names):
+            continue
+        out, place = [], 1
+        for name, count in reversed(found):
+            out.append((name, place, count))
+            place *= count or 1
+        return tuple(reversed(out))
+    return ()
 
 
 # ------------------------------------------------------------------------------------ tables
