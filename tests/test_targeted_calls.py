@@ -305,7 +305,7 @@ EXIT = """new_cell == 8:
 
 
 def test_a_reward_the_description_states_and_the_data_never_shows_is_asked_for(tmp_path):
-    from codeworld.synthesis import GifMcts, synthesize
+    from codeworld.synthesis import GifMcts, Rex, synthesize
     from codeworld.synthesis.fakes import ScriptedLLM
     from codeworld.worlds.cwmb._feedback import described_rewards
 
@@ -350,12 +350,12 @@ def test_a_reward_the_description_states_and_the_data_never_shows_is_asked_for(t
     # one that returns it where the data says otherwise loses to the data model
     wrong = good.replace("if new_cell == 8:", "if action == 1:")
     assert evaluator.evaluate(wrong).score < evaluation.score
-    # the search starts from the data model, asks once, and stops on the answer
-    llm = ScriptedLLM([rest, rest])
-    result = synthesize(GifMcts(seed=0), llm=llm, prompts=world.prompts, evaluator=evaluator,
-                        budget=2, seeds=world.seeds)
-    assert result.accounting.calls == 1 and result.best_call == 0
-    assert "reward = 10.0" in result.best_program
+    # each search starts from the data model, asks once, and stops on the answer
+    for search in (GifMcts(seed=0), Rex(seed=0)):
+        result = synthesize(search, llm=ScriptedLLM([rest, rest]), prompts=world.prompts,
+                            evaluator=evaluator, budget=2, seeds=world.seeds)
+        assert result.accounting.calls == 1 and result.best_call == 0
+        assert "reward = 10.0" in result.best_program
     # switched off, the data model is perfect as it is, and no call is made
     off = make_cwmb_world(env, assist=AssistConfig(regression=False, described_rewards=False))
     assert off.evaluator.unseen_rewards == ()
