@@ -199,6 +199,11 @@ def test_program_outcomes_name_what_became_of_each_program(tmp_path):
     assert program_outcome({"buggy": True, "report": {"stage": "static_check",
                                                       "problems": [{"kind": "undefined_name"}]}}) \
         == "static check: undefined_name"
+    # exact on every transition, just under 1 for a reward the description states and no
+    # transition shows: right; merely close: wrong
+    assert program_outcome({"buggy": False, "score": 1.0 - 5e-6,
+                            "report": {"described_rewards": {"missing": [20.0]}}}) == "right"
+    assert program_outcome({"buggy": False, "score": 1.0 - 1e-5, "report": {}}) == "runs, wrong"
     assert outcome_counts(["a", "b", "a"]) == {"a": 2, "b": 1}
 
 

@@ -12,7 +12,8 @@ and names its class:
 * ``raises <ExceptionType>``: it ran and raised (or timed out, crashed, returned malformed output:
   the sandbox's status then stands in for the type);
 * ``runs, wrong``: it predicted every transition, not all of them right;
-* ``right``: every transition right (score 1 within 1e-9).
+* ``right``: every transition right (score 1 within 1e-9, or exact on every transition and
+  just under 1 for a reward the description states and the data never shows).
 """
 
 from __future__ import annotations
@@ -39,7 +40,8 @@ def program_outcome(record: dict[str, Any]) -> str:
         problems = report.get("problems") or [{}]
         return f"static check: {problems[0].get('kind', 'problem')}"
     if not record.get("buggy"):
-        return "right" if float(record.get("score", 0.0)) >= PERFECT else "runs, wrong"
+        exact = float(record.get("score", 0.0)) >= PERFECT or "described_rewards" in report
+        return "right" if exact else "runs, wrong"
     if message.startswith("syntax error"):
         return "does not parse"
     if message.startswith(("no world model found", "step must", "class Environment must",
