@@ -298,7 +298,7 @@ def test_static_check_messages_reach_fix_without_running_the_program(tmp_path):
 def test_smoke_run_in_the_sandbox_stops_a_failing_program_before_the_full_pass():
     crashing = MODEL.read_text().replace("cos_t = math.cos(theta)", "cos_t = math.cos(theta) / 0.0 ** 1")
     world = make_cwmb_world("CartPole-v1")
-    prompts, evaluator = world.prompts, world.evaluator
+    evaluator = world.evaluator
     evaluation = evaluator.evaluate(crashing)
     assert evaluation.buggy and evaluation.report["stage"] == "smoke"
     assert "ZeroDivisionError" in evaluation.feedback and "first recorded transition" in evaluation.feedback
@@ -308,7 +308,7 @@ def test_smoke_run_in_the_sandbox_stops_a_failing_program_before_the_full_pass()
 def test_checks_switched_off_change_nothing():
     missing_math = MODEL.read_text().replace("import math\n", "")
     world = make_cwmb_world("CartPole-v1", assist=AssistConfig(checks=False))
-    prompts, evaluator = world.prompts, world.evaluator
+    evaluator = world.evaluator
     assert evaluator.prepare(missing_math) == (missing_math, [])
     evaluation = evaluator.evaluate(missing_math)
     assert evaluation.buggy and "stage" not in evaluation.report and "math" in evaluation.feedback
