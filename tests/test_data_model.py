@@ -253,6 +253,140 @@ def test_a_rule_never_true_on_the_data_is_not_written():
     assert model.done["kind"] == model.reward["kind"] == "constant"
 
 
+# ------------------------------------------- an end the description states and the data never shows
+
+SWING = """# Swing
+
+## Observation Space
+
+| Num | Observation |
+|---|---|
+| 0 | Cosine of `phi` |
+| 1 | Sine of `phi` |
+| 2 | Angular velocity of `phi` |
+
+## Rewards
+
+Every step costs -1. Reaching the top results in termination with a reward of 5.
+
+## Episode End
+
+The episode ends when the tip is high enough: `-cos(phi) > 0.5`.
+"""
+
+
+def _swing(n: int, seed: int, reach: float):
+    """A swing held as the cosine and sine of its angle: the angle moves by a tenth of the old
+    speed, the action pushes the speed; the episode ends (reward 5) when ``-cos(phi) > 0.5``,
+    else the reward is -1. Angles drawn within `reach` of the bottom."""
+    rng = np.random.default_rng(seed)
+    phi = rng.uniform(-reach, reach, size=n)
+    speed = rng.uniform(-1.0, 1.0, size=n)
+    actions = rng.integers(0, 3, size=n)
+    new_speed = speed + 0.2 * (actions - 1)
+    new_phi = phi + 0.1 * speed
+    obs = np.column_stack([np.cos(phi), np.sin(phi), speed])
+    nxt = np.column_stack([np.cos(new_phi), np.sin(new_phi), new_speed])
+    ends = -np.cos(new_phi) > 0.5
+    return obs, actions, nxt, np.where(ends, 5.0, -1.0), ends
+
+
+def _swing_model(obs, actions, nxt, rewards, ends, description=SWING):
+    from codeworld.worlds.cwmb._feedback import described_rewards, end_rewards, unseen_rewards
+    from codeworld.worlds.cwmb._relations import described_ends, named_angles
+
+    spec = _spec(3, 3, 1e-8)
+    scaffold = build_scaffold(spec, description, rewards=rewards,
+                              states=np.concatenate([obs, nxt]))
+    names = scaffold.references
+    stated = described_ends(description, names, named_angles(np.concatenate([obs, nxt]), names))
+    unseen = unseen_rewards(described_rewards(description), rewards, 1e-9, 0.0)
+    return build_data_model(scaffold, obs, actions, nxt, rewards, ends, state_atol=1e-8,
+                            state_rtol=0.0, reward_atol=1e-9, reward_rtol=0.0,
+                            stated_ends=stated, end_rewards=end_rewards(unseen))
+
+
+def test_an_end_the_description_states_is_read_on_the_angle_of_a_cosine_sine_pair():
+    from codeworld.worlds.cwmb._relations import described_ends, named_angles
+
+    obs, _, nxt, _, _ = _swing(50, seed=0, reach=1.0)
+    names = ("cosine_phi", "sine_phi", "angular_velocity_phi")
+    angles = named_angles(np.concatenate([obs, nxt]), names)
+    assert angles == {"phi": ("cosine_phi", "sine_phi")}
+    assert described_ends(SWING, names, angles) == [
+        "-math.cos(math.atan2(new_sine_phi, new_cosine_phi)) > 0.5"]
+    # a chained comparison is split into its links; a name the state does not hold is no rule
+    text = "## Termination\n`0 < angular_velocity_phi <= 2` or `psi > 1`\n"
+    assert described_ends(text, names, angles) == [
+        "0 < new_angular_velocity_phi and new_angular_velocity_phi <= 2"]
+    assert described_ends(SWING.replace("## Episode End", "## Notes"), names, angles) == []
+
+
+def test_an_end_the_data_never_reaches_is_written_from_the_description_with_its_reward():
+    obs, actions, nxt, rewards, ends = _swing(400, seed=0, reach=1.0)
+    assert not ends.any()  # the training episodes never swing high enough
+    model = _swing_model(obs, actions, nxt, rewards, ends)
+    assert [c["exact"] for c in model.components] == [1.0, 1.0, 1.0]
+    assert model.done["kind"] == "described" and model.done["exact"] == 1.0
+    assert static_problems(model.source, state_dim=3, discrete=True, n_actions=3) == []
+    # on swings the data never showed, it ends where the world ends, with the stated reward
+    obs2, actions2, nxt2, rewards2, ends2 = _swing(400, seed=1, reach=3.1)
+    assert ends2.any()
+    states, rewards_p, dones = _run(_program(model.source), obs2, actions2)
+    assert np.allclose(states, nxt2, atol=1e-8, rtol=0)
+    assert (dones == ends2).all() and np.array_equal(rewards_p, rewards2)
+    # without the description's end, the data alone never ends
+    plain = _model(obs, actions, nxt, rewards, ends, n_actions=3, atol=1e-8)
+    assert plain.done["kind"] == "constant" and "    done = False\n" in plain.source
+
+
+def test_a_stated_end_the_data_contradicts_is_not_taken():
+    obs, actions, nxt, rewards, _ = _swing(400, seed=0, reach=1.0)
+    ends = np.abs(nxt[:, 2]) > 1.0  # this world ends on speed, whatever its description says
+    model = _swing_model(obs, actions, nxt, np.where(ends, 5.0, -1.0), ends)
+    assert model.done["kind"] != "described" and "math.cos(math.atan2" not in model.done["text"]
+
+
+def test_a_cosine_sine_pair_is_predicted_from_one_angle(monkeypatch):
+    """Where the angle's rule is approximate, the pair still moves together, also where a
+    regression would get one of the two right more often: every predicted state is on the
+    unit circle, as every recorded one is."""
+    import codeworld.fitting._regression as regression
+    from codeworld.fitting._regression import RegressionConfig
+
+    rng = np.random.default_rng(3)
+    phi = rng.uniform(-1.0, 1.0, size=400)
+    speed = rng.uniform(-1.0, 1.0, size=400)
+    actions = rng.integers(0, 3, size=400)
+    new_phi = phi + 0.1 * speed + 3e-3 * np.sin(7 * speed)  # no term of the fits has it
+    obs = np.column_stack([np.cos(phi), np.sin(phi), speed])
+    nxt = np.column_stack([np.cos(new_phi), np.sin(new_phi), speed + 0.2 * (actions - 1)])
+
+    class Found:  # a regression that gets any one component right (the test's stand-in)
+        def __init__(self, index):
+            self.index, self.source = index, f"0.5 * s0 + {index}"
+
+        def predict(self, inputs, labels):
+            return nxt[:, self.index]
+
+    monkeypatch.setattr(regression, "regress_component",
+                        lambda inputs, labels, target, base, **kw: Found(base))
+    spec = _spec(3, 3, 1e-3)
+    scaffold = build_scaffold(spec, "", rewards=np.full(400, -1.0),
+                              states=np.concatenate([obs, nxt]))
+    found = find_relations(obs, actions, nxt, list(scaffold.references), discrete=True,
+                           n_actions=3, atol=1e-3, rtol=0.0, angles=True,
+                           regression=RegressionConfig(budget_s=1.0))
+    c, s = (next(r for r in found if r.index == i) for i in (0, 1))
+    assert 0.0 < c.exact < 1.0
+    assert c.formula.startswith("math.cos(") and s.formula == "math.sin(" + c.formula[9:]
+    model = build_data_model(scaffold, obs, actions, nxt, np.full(400, -1.0),
+                             np.zeros(400, dtype=bool), state_atol=1e-3, state_rtol=0.0,
+                             reward_atol=1e-9, reward_rtol=0.0, relations=found)
+    states, _, _ = _run(_program(model.source), obs, actions)
+    assert np.allclose(states[:, 0] ** 2 + states[:, 1] ** 2, 1.0, atol=1e-9)
+
+
 # -------------------------------------------------------------------------- seeds of a search
 
 

@@ -120,6 +120,12 @@ class AssistConfig:
             it on no recorded state with any action: the search goes on, its improve requests
             ask for those rewards with the description's sentences, and of programs exact on
             the data it prefers the one that returns more of them.
+        described_ends: the data model takes the episode's end as the description states it
+            in an equation (a comparison of the state's components, the angles of their
+            cosine-sine pairs included: `codeworld.worlds.cwmb._relations.described_ends`)
+            where that condition is right on every training transition; where the training
+            episodes never end that way and the description ties one reward it states and the
+            data never shows to the end (`_feedback.end_rewards`), that reward comes with it.
     """
 
     scaffold: bool = True
@@ -143,6 +149,7 @@ class AssistConfig:
     regression_seconds: float = 10.0
     data_model: bool = True
     described_rewards: bool = True
+    described_ends: bool = True
 
     # What a saved config without these (older) fields was made with.
     ABSENT_IN_OLDER_RUNS: ClassVar[dict] = {"relations": False, "structure": False,
@@ -152,7 +159,8 @@ class AssistConfig:
                                             "reward_from_old": False, "angles": False,
                                             "regression": False,
                                             "data_model": False,
-                                            "described_rewards": False}
+                                            "described_rewards": False,
+                                            "described_ends": False}
 
     def __post_init__(self) -> None:
         if self.fit_seconds <= 0:
@@ -231,4 +239,7 @@ ASSIST_ABLATIONS: dict[str, dict] = {
     # a program exact on the training episodes is perfect even where the description states
     # rewards the episodes never show (no calls are spent asking for them)
     "no-described-rewards": {"assist.described_rewards": False},
+    # the data model's end and its reward from the data alone, not from the description's
+    # stated condition for the end
+    "no-described-ends": {"assist.described_ends": False},
 }

@@ -690,16 +690,24 @@ def make_cwmb_world(env_id: str, assist: AssistConfig | None = None,
     from codeworld.worlds.cwmb._feedback import build_targets
 
     evaluator.targets = build_targets(description, scaffold.names, found, data)
-    if assist.described_rewards:
-        from codeworld.scoring._scorer import tolerances
-        from codeworld.worlds.cwmb._feedback import described_rewards, unseen_rewards
+    from codeworld.scoring._scorer import tolerances
+    from codeworld.worlds.cwmb._feedback import described_rewards, end_rewards, unseen_rewards
 
-        tol = tolerances(scorer.spec, scorer.mode)
-        evaluator.unseen_rewards = unseen_rewards(described_rewards(description), buf.rewards,
-                                                  tol.reward_atol, tol.reward_rtol)
+    tol = tolerances(scorer.spec, scorer.mode)
+    unseen = unseen_rewards(described_rewards(description), buf.rewards, tol.reward_atol,
+                            tol.reward_rtol)
+    if assist.described_rewards:
+        evaluator.unseen_rewards = unseen
+    stated_ends: list[str] = []
+    if assist.described_ends:
+        from codeworld.worlds.cwmb._relations import described_ends, named_angles
+
+        angles = named_angles(np.concatenate([buf.obs, buf.next_obs]), scaffold.references)
+        stated_ends = described_ends(description, scaffold.references, angles)
     from codeworld.worlds.cwmb._data_model import world_seeds
 
-    seeds = world_seeds(scorer, scaffold, found if assist.relations else None, assist, terms)
+    seeds = world_seeds(scorer, scaffold, found if assist.relations else None, assist, terms,
+                        stated_ends, end_rewards(unseen) if stated_ends else ())
     return World(prompts, evaluator, finish=functools.partial(_finish, evaluator), seeds=seeds,
                  assists=CwmbAssists(evaluator, data, seeds))
 

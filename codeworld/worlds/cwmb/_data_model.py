@@ -44,6 +44,7 @@ from codeworld.kernels._check import values_close
 if TYPE_CHECKING:
     from codeworld.scoring._scorer import Scorer
     from codeworld.synthesis.config import AssistConfig
+    from codeworld.worlds.cwmb._rules import Rule
     from codeworld.worlds.cwmb._scaffold import Scaffold
 
 # the seed's label, in the run directory, ``codeworld show`` and the report page
@@ -84,7 +85,8 @@ def build_data_model(scaffold: Scaffold, obs, actions, next_obs, rewards, termin
                      state_atol: float, state_rtol: float, reward_atol: float,
                      reward_rtol: float, relations: list | None = None, structure: bool = True,
                      angles: bool = True, reward_from_old: bool = True,
-                     regress: Callable | None = None, terms=()) -> DataModel:
+                     regress: Callable | None = None, terms=(), stated_ends=(),
+                     end_rewards=()) -> DataModel:
     """The data model of the training transitions (see the module docstring).
 
     Args:
@@ -99,6 +101,12 @@ def build_data_model(scaffold: Scaffold, obs, actions, next_obs, rewards, termin
             module docstring); None: none.
         terms: more candidate terms of the fits, the reward's included: the description's
             equations (`codeworld.worlds.cwmb._relations.description_terms`).
+        stated_ends: the description's conditions for the end (`_relations.described_ends`): the
+            first right on every training transition is the done rule.
+        end_rewards: the rewards the description ties to the end and the data never shows
+            (`codeworld.worlds.cwmb._feedback.end_rewards`): where there is one, and the done
+            rule is a described end that no training transition reaches, the reward at that
+            end.
     """
     from codeworld.worlds.cwmb._relations import (MANY_REWARD_VALUES, find_relations,
                                                  find_reward_relation, formula_values,
@@ -183,13 +191,15 @@ def build_data_model(scaffold: Scaffold, obs, actions, next_obs, rewards, termin
     reward = reward_rule(obs, actions, next_obs, rewards, refs, discrete=discrete,
                          n_actions=n_actions, atol=reward_atol, rtol=reward_rtol, formula=formula)
     done = done_rule(obs, actions, next_obs, ends, refs, discrete=discrete, n_actions=n_actions)
+    done, at_end = _described_end(done, stated_ends, obs, actions, next_obs, ends, refs,
+                                  discrete=discrete, end_rewards=end_rewards)
 
     ordered = _in_order(parts, refs)
     head = scaffold.head()
     body = ["    new_s = s.copy()\n"] if not unpacked else []
     body += [line for _, _, lines in ordered for line in lines]
     body.append("    # the reward and the episode's end, from the new values\n")
-    body += [reward.code, done.code]
+    body += [reward.code, done.code, at_end]
     if unpacked:
         body += [f"    {ref} = {_new(ref)}\n" for ref in refs]
     else:
@@ -204,6 +214,28 @@ def build_data_model(scaffold: Scaffold, obs, actions, next_obs, rewards, termin
         lead += len("".join(lines).splitlines())
     prefix = len(head.splitlines()) + 1 + (0 if unpacked else 1) + lead
     return DataModel(source, prefix, components, reward.to_json(), done.to_json())
+
+
+def _described_end(done: Rule, stated_ends, obs, actions, next_obs, ends: np.ndarray, refs,
+                   *, discrete: bool, end_rewards=()) -> tuple[Rule, str]:
+    """The done rule from the description's stated end, where one (`stated_ends`, in order) is
+    right on every training transition, else `done` as the data gave it; and the lines that set
+    the reward at that end (see `build_data_model`'s ``end_rewards``), else none."""
+    from codeworld.worlds.cwmb._relations import end_values
+    from codeworld.worlds.cwmb._rules import Rule, literal
+
+    for condition in stated_ends:
+        try:
+            pred = end_values(condition, obs, actions, next_obs, refs, discrete=discrete)
+        except Exception:  # noqa: BLE001 - a stated condition the arrays cannot compute
+            continue
+        if np.array_equal(pred, ends):
+            rule = Rule(f"    done = bool({condition})\n", 1.0, "described", condition)
+            at_end = ""
+            if len(end_rewards) == 1 and not ends.any():
+                at_end = f"    if done:\n        reward = {literal(float(end_rewards[0]))}\n"
+            return rule, at_end
+    return done, ""
 
 
 def _in_order(parts: list[tuple[int, bool, list[str]]], refs: list[str]) -> list:
@@ -227,12 +259,13 @@ FLOOR_LABEL = "floor"
 
 
 def world_seeds(scorer: Scorer, scaffold: Scaffold, relations: list | None,
-                assist: AssistConfig, terms=()) -> tuple:
+                assist: AssistConfig, terms=(), stated_ends=(), end_rewards=()) -> tuple:
     """The seed programs of a CWMB world (`codeworld.synthesis.types.Seed`): the data model of
     the scorer's (training) buffer, a start, and the do-nothing model (the scaffold's skeleton:
     state unchanged, the most frequent reward, never done), a candidate only; none with
     ``assist.data_model`` off. ``terms``: the description's equations as candidate terms of the
-    fits (`build_data_model`)."""
+    fits; ``stated_ends`` and ``end_rewards``: its stated end and the reward there
+    (`build_data_model`)."""
     from codeworld.scoring._scorer import tolerances
     from codeworld.synthesis.types import Seed
 
@@ -245,7 +278,7 @@ def world_seeds(scorer: Scorer, scaffold: Scaffold, relations: list | None,
                              reward_atol=tol.reward_atol, reward_rtol=tol.reward_rtol,
                              relations=relations, structure=assist.structure,
                              angles=assist.angles, reward_from_old=assist.reward_from_old,
-                             terms=terms)
+                             terms=terms, stated_ends=stated_ends, end_rewards=end_rewards)
     return (Seed(DATA_LABEL, model.source, start=True, prefix_lines=model.prefix_lines,
                  record=model.to_json()),
             Seed(FLOOR_LABEL, scaffold.skeleton(), start=False))

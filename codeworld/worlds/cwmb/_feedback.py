@@ -417,6 +417,18 @@ def unseen_rewards(described, rewards: np.ndarray, atol: float, rtol: float
                  if not np.any(np.abs(values - v) <= atol + rtol * abs(v)))
 
 
+# a sentence that ties a reward to the episode's end
+_AT_END = re.compile(r"\bterminat\w*|\b(?:episode|game|run) (?:ends|is over)\b|\bends the episode\b",
+                     re.IGNORECASE)
+
+
+def end_rewards(unseen) -> tuple[float, ...]:
+    """Of the `unseen_rewards` (value, sentence), the values whose sentence ties them to the
+    episode's end ("results in termination with a reward of 0"): the reward of an end the
+    training episodes never reach."""
+    return tuple(value for value, sentence in unseen if _AT_END.search(sentence))
+
+
 def unseen_rewards_feedback(n: int, missing, stated: int) -> str:
     """What an *improve* request of a program right on all `n` training transitions says when
     it never returns some of the rewards the description states and the data never shows

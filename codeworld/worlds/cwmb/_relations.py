@@ -218,12 +218,14 @@ def find_relations(obs: np.ndarray, actions: np.ndarray, next_obs: np.ndarray, n
             relation = _with_exceptions(relation, x[:, i], y_next[:, i], atol, rtol, names[i])
         if relation is not None:
             relations[i] = relation
+    paired: set[int] = set()  # the components of a pair whose rules are its one angle's
     if structure and angles and not integer:
         for pair in cos_sin_pairs(x):
             if all(i in relations and relations[i].exact >= 1.0 for i in pair):
                 continue  # both already right everywhere
-            _angle_pair(relations, pair, x, y_next, (intercept, seen, candidates, labels, atol,
-                                                     rtol, max_terms, digits), names)
+            if _angle_pair(relations, pair, x, y_next, (intercept, seen, candidates, labels,
+                                                        atol, rtol, max_terms, digits), names):
+                paired.update(pair)
     found = [relations[i] for i in sorted(relations)]
     if mask is not None and not np.all(mask):
         # a rule is called right where it is checked: on every recorded transition, also those
@@ -233,7 +235,8 @@ def find_relations(obs: np.ndarray, actions: np.ndarray, next_obs: np.ndarray, n
                  for r in found]
     if regression is not None and structure and not integer:
         found = _regressed(found, obs, actions, next_obs, names, mask=mask, episodes=episodes,
-                           config=regression, discrete=discrete, atol=atol, rtol=rtol)
+                           config=regression, discrete=discrete, atol=atol, rtol=rtol,
+                           keep=paired)
     return found
 
 
@@ -304,7 +307,7 @@ def relation_values(relation: Relation, obs, actions, names, *, discrete: bool,
 
 
 def _regressed(found: list[Relation], obs, actions, next_obs, names, *, mask, episodes, config,
-               discrete: bool, atol: float, rtol: float) -> list[Relation]:
+               discrete: bool, atol: float, rtol: float, keep=()) -> list[Relation]:
     """`found` with a symbolic regression (`codeworld.fitting._regression`) of each real component
     that no fit gets right on every transition, where it is right on more of them: the new value
     from the old state, the action and the new values (``new_<name>``) of the components whose
@@ -312,7 +315,9 @@ def _regressed(found: list[Relation], obs, actions, next_obs, names, *, mask, ep
     ``x + f(...)``, kept only where it lowers the error on held-out episodes (`episodes`, the
     episode of each transition). A component tried before a rule it could read was found is
     tried once more with it (a position moved by the new speed). At most `_MAX_REGRESSED`
-    searches, each within ``config.budget_s``; none beyond `_MAX_LIBRARY_DIM` components."""
+    searches, each within ``config.budget_s``; none beyond `_MAX_LIBRARY_DIM` components. The
+    components in `keep` (a cosine-sine pair computed from one angle) are not regressed: each on
+    its own would leave the unit circle that every recorded state is on."""
     from codeworld.fitting._regression import regress_component
 
     x, nxt = np.asarray(obs, dtype=np.float64), np.asarray(next_obs, dtype=np.float64)
@@ -329,7 +334,8 @@ def _regressed(found: list[Relation], obs, actions, next_obs, names, *, mask, ep
         return (r is not None and r.exact >= 1.0 and not r.exceptions and str(names[j]).isidentifier()
                 and not (r.constant and r.formula == r.name))
 
-    todo = [i for i in range(d) if not exact_everywhere(i) and np.ptp(nxt[rows, i] - x[rows, i]) > 0]
+    todo = [i for i in range(d) if not exact_everywhere(i) and i not in keep
+            and np.ptp(nxt[rows, i] - x[rows, i]) > 0]
     tried: dict[int, tuple] = {}
     searches = 0
     for i in todo + todo:  # a second pass where more new values are known
@@ -555,11 +561,12 @@ def cos_sin_pairs(x: np.ndarray, atol: float = 1e-6) -> list[tuple[int, int]]:
 
 
 def _angle_pair(relations: dict, pair: tuple[int, int], x: np.ndarray, y_next: np.ndarray,
-                fit: tuple, names) -> None:
+                fit: tuple, names) -> bool:
     """For a cosine-sine pair of components, a fit of the change of their angle (unwrapped), each
     component then the cosine or sine of the new angle: the rule of a pendulum's state, which no
-    fit of the cosine's or the sine's own change gets right. Replaces a component's relation
-    in `relations` (by index) when it is right on more transitions."""
+    fit of the cosine's or the sine's own change gets right. Replaces the pair's relations in
+    `relations` (by index) together, so that the new state stays on the unit circle, when that
+    is right on more of the pair's values; True where it did."""
     j, m = pair
     intercept, seen, candidates, labels, atol, rtol, max_terms, digits = fit
     angle = np.arctan2(x[:, m], x[:, j])
@@ -568,19 +575,21 @@ def _angle_pair(relations: dict, pair: tuple[int, int], x: np.ndarray, y_next: n
     found = _relation(-1, text, angle, change, angle + change, intercept, seen, candidates, labels,
                       False, atol, rtol, max_terms, digits)
     if found is None or found.pred is None:
-        return
+        return False
+    made = {}
     for i, wave, fn in ((j, np.cos, "math.cos"), (m, np.sin, "math.sin")):
         pred, truth = wave(found.pred), y_next[:, i]
         exact = float(np.mean(values_close(pred, truth, atol, rtol)))
-        current = relations.get(i)
-        if current is not None and exact <= current.exact:
-            continue
         y = truth - x[:, i]
         sst = float(((y - y.mean()) ** 2).sum())
         explained = 1.0 if sst <= 1e-12 else max(0.0, 1.0 - float(((truth - pred) ** 2).sum()) / sst)
-        if exact < _MIN_EXACT and explained < _MIN_EXPLAINED:
-            continue
-        relations[i] = Relation(i, names[i], f"{fn}({found.formula})", explained, exact, pred=pred)
+        made[i] = Relation(i, names[i], f"{fn}({found.formula})", explained, exact, pred=pred)
+    now = sum(relations[i].exact if i in relations else 0.0 for i in pair)
+    if sum(r.exact for r in made.values()) <= now or not all(
+            r.exact >= _MIN_EXACT or r.explained >= _MIN_EXPLAINED for r in made.values()):
+        return False
+    relations.update(made)
+    return True
 
 
 def find_reward_relation(next_obs: np.ndarray, actions: np.ndarray, rewards: np.ndarray,
@@ -971,6 +980,106 @@ def description_terms(description: str, names, *, discrete: bool) -> list[str]:
     return terms
 
 
+# a heading of the section that says when an episode ends
+_END_HEADING = re.compile(r"\b(?:ends?|ending|terminat\w*|done)\b", re.IGNORECASE)
+_COMPARISONS = (ast.Gt, ast.GtE, ast.Lt, ast.LtE)
+_ANGLE_WORDS = {"cos", "cosine", "sin", "sine", "of", "the"}
+
+
+def named_angles(x: np.ndarray, names) -> dict[str, tuple[str, str]]:
+    """The angles the state holds as a cosine-sine pair of components (`cos_sin_pairs`), by the
+    name their two components share once the words cosine and sine are taken out
+    (``cosine_theta1`` and ``sine_theta1``: ``theta1``), each as its pair ``(cos, sin)``. A pair
+    whose names do not share one is left out."""
+    found: dict[str, tuple[str, str]] = {}
+    names = [str(n) for n in names]
+    for j, m in cos_sin_pairs(np.asarray(x, dtype=np.float64)):
+        if not (names[j].isidentifier() and names[m].isidentifier()):
+            continue
+        rests = ["_".join(w for w in names[k].split("_") if w.lower() not in _ANGLE_WORDS)
+                 for k in (j, m)]
+        first = {w.lower() for w in names[j].split("_")}
+        second = {w.lower() for w in names[m].split("_")}
+        if (rests[0] and rests[0] == rests[1] and rests[0].isidentifier()
+                and first & {"cos", "cosine"} and second & {"sin", "sine"}):
+            found[rests[0]] = (names[j], names[m])
+    return found
+
+
+def described_ends(description: str, names, angles: dict | None = None) -> list[str]:
+    """The conditions for the episode's end that the description states as equations (in code or
+    math form, in a section whose heading names the end or termination): each comparison of an
+    expression of the state's components (`_Names`: their names, the angles of `named_angles`,
+    the description's named constants, ``math`` functions), read on the new state (the names as
+    ``new_<name>``), as a Python condition of the program. A chained comparison becomes an
+    ``and`` of its links; an ``and`` or ``or`` of comparisons is kept as one condition. Built from
+    the text and the names alone; whether the data agrees is for the caller to check
+    (`end_values`)."""
+    names = [str(n) for n in names]
+    constants = {m.group(1): m.group(2) for m in _CONSTANT.finditer(description)}
+    found: list[str] = []
+    inside = False
+    for line in description.splitlines():
+        if line.lstrip().startswith("#"):
+            inside = _END_HEADING.search(line) is not None
+            continue
+        if not inside:
+            continue
+        for match in _EQUATION.finditer(line):
+            text = next(g for g in match.groups() if g is not None)
+            text = (text.replace("^", "**").replace("≥", ">=").replace("≤", "<=")
+                    .replace("·", "*").replace("×", "*"))
+            try:
+                tree = ast.parse(text.strip(), mode="eval").body
+            except SyntaxError:
+                continue
+            condition = _condition(tree)
+            if condition is None:
+                continue
+            visitor = _Names(names, constants, prefix="new_", angles=angles)
+            condition = visitor.visit(condition)
+            reads = any(isinstance(n, ast.Name) and n.id.startswith("new_")
+                        for n in ast.walk(condition))
+            if visitor.ok and reads:
+                label = ast.unparse(ast.fix_missing_locations(condition))
+                if label not in found:
+                    found.append(label)
+    return found
+
+
+def _condition(node: ast.AST) -> ast.AST | None:
+    """An ``and``/``or`` of single comparisons (``<``, ``<=``, ``>``, ``>=``), a chained one split
+    into its links; None for anything else."""
+    if isinstance(node, ast.BoolOp):
+        parts = [_condition(v) for v in node.values]
+        return None if any(p is None for p in parts) else ast.BoolOp(node.op, parts)
+    if isinstance(node, ast.Compare) and all(isinstance(op, _COMPARISONS) for op in node.ops):
+        sides = [node.left, *node.comparators]
+        links = [ast.Compare(sides[k], [op], [sides[k + 1]]) for k, op in enumerate(node.ops)]
+        return links[0] if len(links) == 1 else ast.BoolOp(ast.And(), links)
+    return None
+
+
+class _Elementwise(ast.NodeTransformer):
+    """A condition's ``and``/``or`` as ``&``/``|``, so that it reads arrays."""
+
+    def visit_BoolOp(self, node: ast.BoolOp) -> ast.AST:
+        self.generic_visit(node)
+        op = ast.BitAnd() if isinstance(node.op, ast.And) else ast.BitOr()
+        out = node.values[0]
+        for value in node.values[1:]:
+            out = ast.BinOp(out, op, value)
+        return out
+
+
+def end_values(condition: str, obs, actions, next_obs, names, *, discrete: bool) -> np.ndarray:
+    """A `described_ends` condition on every transition (False where it cannot be computed)."""
+    tree = _Elementwise().visit(ast.parse(condition, mode="eval"))
+    text = ast.unparse(ast.fix_missing_locations(tree))
+    value = formula_values(text, obs, actions, names, discrete=discrete, new_obs=next_obs)
+    return np.nan_to_num(value, nan=0.0) > 0.5
+
+
 def _additive(node: ast.AST) -> list[ast.AST]:
     """The additive terms of an expression, signs dropped."""
     if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
@@ -987,41 +1096,61 @@ def _factors(node: ast.AST) -> list[ast.AST]:
     return [node]
 
 
+class _Names(ast.NodeTransformer):
+    """A description's expression read in the program's names: a component's name (or the name
+    with a time subscript, ``xt``, ``x_t``) as ``<prefix><name>``, ``action``, the description's
+    named constants filled in, ``pi``, the functions of `_FUNCTIONS` as ``math.<f>``, and the
+    angles of `named_angles` as the ``math.atan2`` of their pair; ``ok`` turns False on any other
+    name, call or attribute."""
+
+    def __init__(self, names: list[str], constants: dict, prefix: str = "",
+                 angles: dict | None = None):
+        self.names, self.constants, self.prefix = names, constants, prefix
+        self.angles = angles or {}
+        self.ok = True
+
+    def _component(self, name: str) -> ast.AST:
+        return ast.Name(self.prefix + name, ast.Load())
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        name = node.id
+        if name in self.names:
+            return self._component(name)
+        if name == "action":
+            return node
+        for suffix in ("_t", "t"):  # a time subscript written inline: xt, x_t
+            if name.endswith(suffix) and name[:-len(suffix)] in self.names:
+                return self._component(name[:-len(suffix)])
+        if name in self.constants:
+            return ast.Constant(float(self.constants[name]))
+        if name == "pi":
+            return ast.Attribute(ast.Name("math", ast.Load()), "pi", ast.Load())
+        if name in self.angles:
+            cos, sin = self.angles[name]
+            return ast.Call(ast.Attribute(ast.Name("math", ast.Load()), "atan2", ast.Load()),
+                            [self._component(sin), self._component(cos)], [])
+        self.ok = False
+        return node
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        if isinstance(node.func, ast.Name) and node.func.id in _FUNCTIONS:
+            node.args = [self.visit(a) for a in node.args]
+            node.func = ast.Attribute(ast.Name("math", ast.Load()), node.func.id, ast.Load())
+            return node
+        self.ok = False
+        return node
+
+    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+        self.ok = False
+        return node
+
+
 def _term_label(term: ast.AST, names: list[str], constants: dict, discrete: bool) -> str | None:
     """One term as a formula of `formula_values` (numeric factors dropped), or None."""
-    class Names(ast.NodeTransformer):
-        ok = True
-
-        def visit_Name(self, node: ast.Name) -> ast.AST:
-            name = node.id
-            if name in names or name == "action":
-                return node
-            for suffix in ("_t", "t"):  # a time subscript written inline: xt, x_t
-                if name.endswith(suffix) and name[:-len(suffix)] in names:
-                    return ast.Name(name[:-len(suffix)], ast.Load())
-            if name in constants:
-                return ast.Constant(float(constants[name]))
-            if name == "pi":
-                return ast.Attribute(ast.Name("math", ast.Load()), "pi", ast.Load())
-            self.ok = False
-            return node
-
-        def visit_Call(self, node: ast.Call) -> ast.AST:
-            if isinstance(node.func, ast.Name) and node.func.id in _FUNCTIONS:
-                node.args = [self.visit(a) for a in node.args]
-                node.func = ast.Attribute(ast.Name("math", ast.Load()), node.func.id, ast.Load())
-                return node
-            self.ok = False
-            return node
-
-        def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
-            self.ok = False
-            return node
-
     names_seen = {n.id for n in ast.walk(term) if isinstance(n, ast.Name)}
     if isinstance(term, (ast.Constant, ast.Name)) or not names_seen:
         return None  # a number or a bare name: the fits have it already
-    visitor = Names()
+    visitor = _Names(names, constants)
     term = visitor.visit(term)
     if not visitor.ok:
         return None

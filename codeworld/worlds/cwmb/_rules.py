@@ -40,7 +40,8 @@ class Rule:
     Attributes:
         code: lines of Python at the indentation of ``step``'s body, assigning the target.
         exact: the share of training transitions it gets right (within the tolerances).
-        kind: how it was made: ``"constant"``, ``"formula"``, ``"threshold"``, ``"tree"``.
+        kind: how it was made: ``"constant"``, ``"formula"``, ``"threshold"``, ``"tree"``,
+            ``"described"`` (the description's stated condition, checked on the data).
         text: the rule in one line, for records.
     """
 
