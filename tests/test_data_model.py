@@ -348,9 +348,9 @@ def test_a_stated_end_the_data_contradicts_is_not_taken():
 
 
 def test_a_cosine_sine_pair_is_predicted_from_one_angle(monkeypatch):
-    """Where the angle's rule is approximate, the pair still moves together, also where a
-    regression would get one of the two right more often: every predicted state is on the
-    unit circle, as every recorded one is."""
+    """Where the angle's rule is approximate, the regression takes the pair as one, through its
+    angle, not each component on its own (which a regression could get right more often, and
+    which leaves the unit circle that every recorded state is on)."""
     import codeworld.fitting._regression as regression
     from codeworld.fitting._regression import RegressionConfig
 
@@ -362,28 +362,36 @@ def test_a_cosine_sine_pair_is_predicted_from_one_angle(monkeypatch):
     obs = np.column_stack([np.cos(phi), np.sin(phi), speed])
     nxt = np.column_stack([np.cos(new_phi), np.sin(new_phi), speed + 0.2 * (actions - 1)])
 
-    class Found:  # a regression that gets any one component right (the test's stand-in)
-        def __init__(self, index):
-            self.index, self.source = index, f"0.5 * s0 + {index}"
+    class Found:  # a regression that gets any one target right (the test's stand-in)
+        def __init__(self, labels, base):
+            self.base = base
+            # a component's new value, or the pair's new angle (its column is the last input)
+            self.source = (f"0.5 * {labels[base]} + {base}" if base < 3 else
+                           f"{labels[base]} + 0.1 * {labels[2]} + 0.003 * math.sin(7 * {labels[2]})")
 
         def predict(self, inputs, labels):
-            return nxt[:, self.index]
+            return nxt[:, self.base] if self.base < 3 else phi + 0.1 * speed + 3e-3 * np.sin(7 * speed)
 
     monkeypatch.setattr(regression, "regress_component",
-                        lambda inputs, labels, target, base, **kw: Found(base))
+                        lambda inputs, labels, target, base, **kw: Found(labels, base))
     spec = _spec(3, 3, 1e-3)
     scaffold = build_scaffold(spec, "", rewards=np.full(400, -1.0),
                               states=np.concatenate([obs, nxt]))
+    plain = find_relations(obs, actions, nxt, list(scaffold.references), discrete=True,
+                           n_actions=3, atol=1e-3, rtol=0.0, angles=True)
+    assert 0.0 < next(r for r in plain if r.index == 0).exact < 1.0  # the angle's linear fit
     found = find_relations(obs, actions, nxt, list(scaffold.references), discrete=True,
                            n_actions=3, atol=1e-3, rtol=0.0, angles=True,
                            regression=RegressionConfig(budget_s=1.0))
     c, s = (next(r for r in found if r.index == i) for i in (0, 1))
-    assert 0.0 < c.exact < 1.0
-    assert c.formula.startswith("math.cos(") and s.formula == "math.sin(" + c.formula[9:]
+    # regressed as one, through the angle: both right everywhere, one angle
+    assert c.exact == s.exact == 1.0
+    assert c.formula.startswith("math.cos(math.atan2(") and s.formula == "math.sin(" + c.formula[9:]
     model = build_data_model(scaffold, obs, actions, nxt, np.full(400, -1.0),
                              np.zeros(400, dtype=bool), state_atol=1e-3, state_rtol=0.0,
                              reward_atol=1e-9, reward_rtol=0.0, relations=found)
     states, _, _ = _run(_program(model.source), obs, actions)
+    assert np.allclose(states, nxt, atol=1e-9)
     assert np.allclose(states[:, 0] ** 2 + states[:, 1] ** 2, 1.0, atol=1e-9)
 
 

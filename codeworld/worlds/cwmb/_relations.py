@@ -218,14 +218,14 @@ def find_relations(obs: np.ndarray, actions: np.ndarray, next_obs: np.ndarray, n
             relation = _with_exceptions(relation, x[:, i], y_next[:, i], atol, rtol, names[i])
         if relation is not None:
             relations[i] = relation
-    paired: set[int] = set()  # the components of a pair whose rules are its one angle's
+    paired: list[tuple[int, int]] = []  # the pairs whose rules are their one angle's
     if structure and angles and not integer:
         for pair in cos_sin_pairs(x):
             if all(i in relations and relations[i].exact >= 1.0 for i in pair):
                 continue  # both already right everywhere
             if _angle_pair(relations, pair, x, y_next, (intercept, seen, candidates, labels,
                                                         atol, rtol, max_terms, digits), names):
-                paired.update(pair)
+                paired.append(pair)
     found = [relations[i] for i in sorted(relations)]
     if mask is not None and not np.all(mask):
         # a rule is called right where it is checked: on every recorded transition, also those
@@ -315,9 +315,10 @@ def _regressed(found: list[Relation], obs, actions, next_obs, names, *, mask, ep
     ``x + f(...)``, kept only where it lowers the error on held-out episodes (`episodes`, the
     episode of each transition). A component tried before a rule it could read was found is
     tried once more with it (a position moved by the new speed). At most `_MAX_REGRESSED`
-    searches, each within ``config.budget_s``; none beyond `_MAX_LIBRARY_DIM` components. The
-    components in `keep` (a cosine-sine pair computed from one angle) are not regressed: each on
-    its own would leave the unit circle that every recorded state is on."""
+    searches, each within ``config.budget_s``; none beyond `_MAX_LIBRARY_DIM` components. A
+    pair in `keep` (the cosine and sine of one angle, `_angle_pair`) is regressed as one, through
+    its angle (`_regressed_pair`): each component on its own would leave the unit circle that
+    every recorded state is on."""
     from codeworld.fitting._regression import regress_component
 
     x, nxt = np.asarray(obs, dtype=np.float64), np.asarray(next_obs, dtype=np.float64)
@@ -334,7 +335,8 @@ def _regressed(found: list[Relation], obs, actions, next_obs, names, *, mask, ep
         return (r is not None and r.exact >= 1.0 and not r.exceptions and str(names[j]).isidentifier()
                 and not (r.constant and r.formula == r.name))
 
-    todo = [i for i in range(d) if not exact_everywhere(i) and i not in keep
+    in_pairs = {i for pair in keep for i in pair}
+    todo = [i for i in range(d) if not exact_everywhere(i) and i not in in_pairs
             and np.ptp(nxt[rows, i] - x[rows, i]) > 0]
     tried: dict[int, tuple] = {}
     searches = 0
@@ -366,7 +368,55 @@ def _regressed(found: list[Relation], obs, actions, next_obs, names, *, mask, ep
         if exact < _MIN_EXACT and explained < _MIN_EXPLAINED:
             continue
         by_index[i] = Relation(i, names[i], expression.source, explained, exact, pred=pred)
+    for pair in keep:
+        if searches >= _MAX_REGRESSED or all(exact_everywhere(i) for i in pair):
+            continue
+        searches += 1
+        known = tuple(j for j in range(d) if j not in pair and exact_everywhere(j))
+        inputs = np.column_stack([x, a, nxt[:, list(known)]])
+        labels = plain + [f"new_{names[j]}" for j in known]
+        _regressed_pair(by_index, pair, inputs, labels, x, nxt, rows, names, episodes=episodes,
+                        config=config, atol=atol, rtol=rtol)
     return [by_index[i] for i in sorted(by_index)]
+
+
+def _regressed_pair(by_index: dict, pair: tuple[int, int], inputs, labels, x, nxt, rows, names, *,
+                    episodes, config, atol: float, rtol: float) -> None:
+    """A symbolic regression of a cosine-sine pair's new angle (unwrapped, in the integrator form
+    from the old angle ``math.atan2(sine, cosine)``), beside `inputs`; both components then the
+    cosine and the sine of it, in `by_index`, where that is right on more of the pair's values
+    than the current rules."""
+    from codeworld.fitting._regression import regress_component
+
+    j, m = pair
+    n = len(x)
+    angle = np.arctan2(x[:, m], x[:, j])
+    new_angle = angle + (np.arctan2(nxt[:, m], nxt[:, j]) - angle + np.pi) % (2 * np.pi) - np.pi
+    inputs = np.column_stack([inputs, angle])
+    labels = list(labels) + [f"math.atan2({names[m]}, {names[j]})"]
+    current = [by_index.get(i) for i in pair]
+    baseline = None
+    if all(r is not None and r.pred is not None and len(r.pred) == n for r in current):
+        before = np.arctan2(current[1].pred, current[0].pred)
+        baseline = (angle + (before - angle + np.pi) % (2 * np.pi) - np.pi)[rows]
+    expression = regress_component(
+        inputs[rows], labels, new_angle[rows], atol=atol, rtol=0.0, base=len(labels) - 1, seed=0,
+        groups=None if episodes is None else np.asarray(episodes)[rows], baseline=baseline,
+        config=config)
+    if expression is None:
+        return
+    pred = expression.predict(inputs, labels)
+    made = {}
+    for i, wave, fn in ((j, np.cos, "math.cos"), (m, np.sin, "math.sin")):
+        values = wave(pred)
+        exact = float(np.mean(values_close(values, nxt[:, i], atol, rtol)))
+        change = nxt[rows, i] - x[rows, i]
+        sst = float(((change - change.mean()) ** 2).sum())
+        explained = max(0.0, 1.0 - float(((nxt[rows, i] - values[rows]) ** 2).sum()) / sst)
+        made[i] = Relation(i, names[i], f"{fn}({expression.source})", explained, exact,
+                           pred=values)
+    if sum(r.exact for r in made.values()) > sum(0.0 if r is None else r.exact for r in current):
+        by_index.update(made)
 
 
 def _action_terms(a: np.ndarray, n: int, discrete: bool, n_actions: int):
