@@ -328,6 +328,7 @@ def test_an_end_the_data_never_reaches_is_written_from_the_description_with_its_
     model = _swing_model(obs, actions, nxt, rewards, ends)
     assert [c["exact"] for c in model.components] == [1.0, 1.0, 1.0]
     assert model.done["kind"] == "described" and model.done["exact"] == 1.0
+    assert model.done["reward"] == 5.0  # the record says which reward that end gives
     assert static_problems(model.source, state_dim=3, discrete=True, n_actions=3) == []
     # on swings the data never showed, it ends where the world ends, with the stated reward
     obs2, actions2, nxt2, rewards2, ends2 = _swing(400, seed=1, reach=3.1)

@@ -193,13 +193,18 @@ def build_data_model(scaffold: Scaffold, obs, actions, next_obs, rewards, termin
     done = done_rule(obs, actions, next_obs, ends, refs, discrete=discrete, n_actions=n_actions)
     done, at_end = _described_end(done, stated_ends, obs, actions, next_obs, ends, refs,
                                   discrete=discrete, end_rewards=end_rewards)
+    done_record = done.to_json()
+    if at_end is not None:  # the reward the description gives that end
+        done_record["reward"] = at_end
 
     ordered = _in_order(parts, refs)
     head = scaffold.head()
     body = ["    new_s = s.copy()\n"] if not unpacked else []
     body += [line for _, _, lines in ordered for line in lines]
     body.append("    # the reward and the episode's end, from the new values\n")
-    body += [reward.code, done.code, at_end]
+    body += [reward.code, done.code]
+    if at_end is not None:
+        body.append(f"    if done:\n        reward = {literal(at_end)}\n")
     if unpacked:
         body += [f"    {ref} = {_new(ref)}\n" for ref in refs]
     else:
@@ -213,16 +218,16 @@ def build_data_model(scaffold: Scaffold, obs, actions, next_obs, rewards, termin
             break
         lead += len("".join(lines).splitlines())
     prefix = len(head.splitlines()) + 1 + (0 if unpacked else 1) + lead
-    return DataModel(source, prefix, components, reward.to_json(), done.to_json())
+    return DataModel(source, prefix, components, reward.to_json(), done_record)
 
 
 def _described_end(done: Rule, stated_ends, obs, actions, next_obs, ends: np.ndarray, refs,
-                   *, discrete: bool, end_rewards=()) -> tuple[Rule, str]:
+                   *, discrete: bool, end_rewards=()) -> tuple[Rule, float | None]:
     """The done rule from the description's stated end, where one (`stated_ends`, in order) is
-    right on every training transition, else `done` as the data gave it; and the lines that set
-    the reward at that end (see `build_data_model`'s ``end_rewards``), else none."""
+    right on every training transition, else `done` as the data gave it; and the reward at that
+    end (see `build_data_model`'s ``end_rewards``), else None."""
     from codeworld.worlds.cwmb._relations import end_values
-    from codeworld.worlds.cwmb._rules import Rule, literal
+    from codeworld.worlds.cwmb._rules import Rule
 
     for condition in stated_ends:
         try:
@@ -231,11 +236,9 @@ def _described_end(done: Rule, stated_ends, obs, actions, next_obs, ends: np.nda
             continue
         if np.array_equal(pred, ends):
             rule = Rule(f"    done = bool({condition})\n", 1.0, "described", condition)
-            at_end = ""
-            if len(end_rewards) == 1 and not ends.any():
-                at_end = f"    if done:\n        reward = {literal(float(end_rewards[0]))}\n"
-            return rule, at_end
-    return done, ""
+            unseen = len(end_rewards) == 1 and not ends.any()
+            return rule, float(end_rewards[0]) if unseen else None
+    return done, None
 
 
 def _in_order(parts: list[tuple[int, bool, list[str]]], refs: list[str]) -> list:
