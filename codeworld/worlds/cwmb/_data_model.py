@@ -232,8 +232,8 @@ def _described_end(done: Rule, stated_ends, obs, actions, next_obs, ends: np.nda
     for condition in stated_ends:
         try:
             pred = end_values(condition, obs, actions, next_obs, refs, discrete=discrete)
-        except Exception:  # noqa: BLE001 - a stated condition the arrays cannot compute
-            continue
+        except (ArithmeticError, LookupError, NameError, TypeError, ValueError):
+            continue  # a stated condition these arrays cannot compute
         if np.array_equal(pred, ends):
             rule = Rule(f"    done = bool({condition})\n", 1.0, "described", condition)
             unseen = len(end_rewards) == 1 and not ends.any()

@@ -391,30 +391,21 @@ def _regressed_pair(by_index: dict, pair: tuple[int, int], inputs, labels, x, nx
     j, m = pair
     n = len(x)
     angle = np.arctan2(x[:, m], x[:, j])
-    new_angle = angle + (np.arctan2(nxt[:, m], nxt[:, j]) - angle + np.pi) % (2 * np.pi) - np.pi
+    new_angle = _unwrapped(np.arctan2(nxt[:, m], nxt[:, j]), angle)
     inputs = np.column_stack([inputs, angle])
     labels = list(labels) + [f"math.atan2({names[m]}, {names[j]})"]
     current = [by_index.get(i) for i in pair]
     baseline = None
     if all(r is not None and r.pred is not None and len(r.pred) == n for r in current):
-        before = np.arctan2(current[1].pred, current[0].pred)
-        baseline = (angle + (before - angle + np.pi) % (2 * np.pi) - np.pi)[rows]
+        baseline = _unwrapped(np.arctan2(current[1].pred, current[0].pred), angle)[rows]
     expression = regress_component(
         inputs[rows], labels, new_angle[rows], atol=atol, rtol=0.0, base=len(labels) - 1, seed=0,
         groups=None if episodes is None else np.asarray(episodes)[rows], baseline=baseline,
         config=config)
     if expression is None:
         return
-    pred = expression.predict(inputs, labels)
-    made = {}
-    for i, wave, fn in ((j, np.cos, "math.cos"), (m, np.sin, "math.sin")):
-        values = wave(pred)
-        exact = float(np.mean(values_close(values, nxt[:, i], atol, rtol)))
-        change = nxt[rows, i] - x[rows, i]
-        sst = float(((change - change.mean()) ** 2).sum())
-        explained = max(0.0, 1.0 - float(((nxt[rows, i] - values[rows]) ** 2).sum()) / sst)
-        made[i] = Relation(i, names[i], f"{fn}({expression.source})", explained, exact,
-                           pred=values)
+    made = _pair_relations(pair, expression.predict(inputs, labels), expression.source, x, nxt,
+                           names, atol, rtol, rows)
     if sum(r.exact for r in made.values()) > sum(0.0 if r is None else r.exact for r in current):
         by_index.update(made)
 
@@ -626,20 +617,36 @@ def _angle_pair(relations: dict, pair: tuple[int, int], x: np.ndarray, y_next: n
                       False, atol, rtol, max_terms, digits)
     if found is None or found.pred is None:
         return False
-    made = {}
-    for i, wave, fn in ((j, np.cos, "math.cos"), (m, np.sin, "math.sin")):
-        pred, truth = wave(found.pred), y_next[:, i]
-        exact = float(np.mean(values_close(pred, truth, atol, rtol)))
-        y = truth - x[:, i]
-        sst = float(((y - y.mean()) ** 2).sum())
-        explained = 1.0 if sst <= 1e-12 else max(0.0, 1.0 - float(((truth - pred) ** 2).sum()) / sst)
-        made[i] = Relation(i, names[i], f"{fn}({found.formula})", explained, exact, pred=pred)
+    made = _pair_relations(pair, found.pred, found.formula, x, y_next, names, atol, rtol)
     now = sum(relations[i].exact if i in relations else 0.0 for i in pair)
     if sum(r.exact for r in made.values()) <= now or not all(
             r.exact >= _MIN_EXACT or r.explained >= _MIN_EXPLAINED for r in made.values()):
         return False
     relations.update(made)
     return True
+
+
+def _unwrapped(new: np.ndarray, old: np.ndarray) -> np.ndarray:
+    """An angle `new` moved by a whole number of turns to lie within half a turn of `old`."""
+    return old + (new - old + np.pi) % (2 * np.pi) - np.pi
+
+
+def _pair_relations(pair: tuple[int, int], new_angle: np.ndarray, formula: str, x, y_next, names,
+                    atol: float, rtol: float, rows=None) -> dict[int, Relation]:
+    """The relations of a cosine-sine pair computed from one predicted angle (`new_angle`, given
+    by `formula`): the cosine and the sine of it, each with its share right on every transition
+    and the share of its change explained (on `rows`, default all)."""
+    rows = slice(None) if rows is None else rows
+    made = {}
+    for i, wave, fn in ((pair[0], np.cos, "math.cos"), (pair[1], np.sin, "math.sin")):
+        pred, truth = wave(new_angle), y_next[:, i]
+        exact = float(np.mean(values_close(pred, truth, atol, rtol)))
+        y = (truth - x[:, i])[rows]
+        sst = float(((y - y.mean()) ** 2).sum())
+        explained = 1.0 if sst <= 1e-12 else max(
+            0.0, 1.0 - float(((truth[rows] - pred[rows]) ** 2).sum()) / sst)
+        made[i] = Relation(i, names[i], f"{fn}({formula})", explained, exact, pred=pred)
+    return made
 
 
 def find_reward_relation(next_obs: np.ndarray, actions: np.ndarray, rewards: np.ndarray,
