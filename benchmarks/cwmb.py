@@ -38,6 +38,13 @@ Usage::
     python benchmarks/cwmb.py --envs CartPole-v1,Taxi-v4 --ablation --llm openai:gpt-4o --budget 20
     python benchmarks/cwmb.py ... --executor ray --address auto      # on an existing Ray cluster
     python benchmarks/cwmb.py ... --report-only                      # tables from the records only
+    python benchmarks/cwmb.py ... --replan paper                     # the programs planned again
+
+``--replan PROTOCOL`` runs no search: it plans each finished job's program again under the named
+protocol (`codeworld.experiments._cwmb_job.replan_job`), with the random and oracle returns of the
+reference table (``benchmarks/reference_returns.py``), and writes ``OUT/replan-PROTOCOL/`` (one
+record per job in ``jobs/``, kept when the command runs again, and ``table.md``, ``table.json``). Envs
+whose references the table lacks are named and skipped.
 """
 
 from __future__ import annotations
@@ -618,10 +625,124 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                              "the workers share one server with a slot each")
     parser.add_argument("--out", default=None, help="results folder (default benchmarks/results/NAME)")
     parser.add_argument("--workdir", default=None, help="run directories (default runs/NAME)")
+    parser.add_argument("--replan", default=None, choices=sorted(PROTOCOLS), metavar="PROTOCOL",
+                        help="no search: plan each finished job's program again under PROTOCOL "
+                             f"({', '.join(sorted(PROTOCOLS))}) into OUT/replan-PROTOCOL/")
+    parser.add_argument("--replan-threads", type=int, default=0,
+                        help="with --replan: the model planner's threads (0: every core; plans do not depend on it)")
     parser.add_argument("--report-only", action="store_true",
                         help="build the tables from the records already in the results folder (they keep "
                              "the command, time and machine of the run)")
     return parser.parse_args(argv)
+
+
+def replan_row(record: dict, replanned: dict) -> dict:
+    """One job's figures planned again, beside the job's own planning."""
+    planning = replanned.get("planning") or {}
+    own = (record.get("result") or {}).get("planning") or {}
+
+    def mean(part: dict, policy: str) -> float | None:
+        stats = part.get(policy) or {}
+        return stats.get("mean")
+
+    return {"env_id": replanned["env_id"], "method": replanned["method"], "seed": replanned["seed"],
+            "status": replanned["status"], "message": replanned.get("message"),
+            "normalized_return": planning.get("normalized_return"),
+            "note": planning.get("normalized_note"),
+            "model": mean(planning, "model"), "random": mean(planning, "random"),
+            "oracle": mean(planning, "oracle"),
+            "lengths": (planning.get("model") or {}).get("lengths"),
+            "own_normalized_return": own.get("normalized_return"),
+            "own_episodes": own.get("episodes"), "own_max_steps": own.get("max_steps"),
+            "seconds": replanned.get("seconds")}
+
+
+def replan_markdown(rows: list[dict], meta: dict) -> str:
+    """The table of a replan: per env and method the mean over seeds, and the mean over envs."""
+    protocol = meta["protocol"]
+    lines = [f"# Planned again under protocol `{protocol}`", "",
+             f"Command: `{meta['command']}` ({meta['finished_at']}, {meta['machine']}; code at "
+             f"{meta['commit']}). No search: each finished job's program (from `{meta['records']}`) "
+             f"planned under `{protocol}`, random and oracle returns from the reference table.", "",
+             f"| env | method | seeds | normalized return ({protocol}) | the job's own | model return "
+             "| random | oracle | model episode lengths | plan minutes |",
+             "|---|---|---:|---|---|---:|---:|---:|---|---:|"]
+    groups: dict[tuple[str, str], list[dict]] = {}
+    for row in rows:
+        groups.setdefault((row["env_id"], row["method"]), []).append(row)
+    per_method: dict[str, list[float]] = {}
+    skipped = []
+    for (env_id, method), members in groups.items():
+        done = [r for r in members if r["status"] == "ok"]
+        if not done:
+            skipped.append(f"- {env_id} ({method}): {members[0]['message']}")
+            continue
+        values = [r["normalized_return"] for r in done if r["normalized_return"] is not None]
+        own = [r["own_normalized_return"] for r in done if r["own_normalized_return"] is not None]
+        ret = _pm(_mean(values), _stderr(values)) if values else (done[0]["note"] or "n/a")
+        if values:
+            per_method.setdefault(method, []).append(_mean(values))
+        first = done[0]
+        cap = first["own_max_steps"]
+        own_text = (f"{_fmt(_mean(own))} ({first['own_episodes']} episodes, "
+                    + ("the env limit" if cap is None else f"at most {cap} steps") + ")" if own else "n/a")
+        lengths = [n for r in done for n in (r["lengths"] or [])]
+        length_text = f"{min(lengths)}-{max(lengths)}" if lengths else ""
+        lines.append(f"| {env_id} | {method} | {len(done)} | {ret} | {own_text} "
+                     f"| {_fmt(_mean([r['model'] for r in done if r['model'] is not None]), 1)} "
+                     f"| {_fmt(_mean([r['random'] for r in done if r['random'] is not None]), 1)} "
+                     f"| {_fmt(_mean([r['oracle'] for r in done if r['oracle'] is not None]), 1)} "
+                     f"| {length_text} | {sum(r['seconds'] or 0 for r in done) / 60:.1f} |")
+    for method, values in per_method.items():
+        lines.append(f"| mean ({len(values)} envs) | {method} | | {_fmt(_mean(values))} | | | | | | |")
+    if skipped:
+        lines += ["", "Not planned:", ""] + skipped
+    return "\n".join(lines) + "\n"
+
+
+def replan(args: argparse.Namespace, jobs: list, store, out: Path, workdir: Path, command: str) -> int:
+    """``--replan``: plan every finished job's program again under ``args.replan``."""
+    import platform
+
+    from codeworld.experiments import ResultsStore
+    from codeworld.experiments._cwmb_job import replan_job
+
+    folder = out / f"replan-{args.replan}"
+    replans = ResultsStore(folder / "jobs")
+    rows = []
+    for job in jobs:
+        record = store.load(job)
+        if record is None or record.get("status") != "finished":
+            continue
+        kept = replans.load(job)
+        if kept is None or kept.get("status") != "finished":
+            started = time.perf_counter()
+            print(f"  {job.env_id:<26} {job.method:<22} seed {job.seed}  planning under {args.replan} ...",
+                  flush=True)
+            result = replan_job(record, args.replan, workdir, threads=args.replan_threads)
+            kept = {"job": job.to_json(), "status": "finished" if result["status"] == "ok" else "skipped",
+                    "result": result, "seconds": time.perf_counter() - started}
+            if result["status"] == "ok":  # a skipped job is looked at again next time
+                replans.write(kept)
+            ret = _fmt((result.get("planning") or {}).get("normalized_return")) or "n/a"
+            print(f"    {result.get('message') or f'normalized return {ret}'}", flush=True)
+        rows.append(replan_row(record, kept["result"]))
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from worldcoder import code_version  # the commit of the code, as the other tables record it
+
+    meta = {"command": command, "protocol": args.replan, "records": str(store.root),
+            "commit": code_version(),
+            "finished_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"}
+    folder.mkdir(parents=True, exist_ok=True)
+    text = replan_markdown(rows, meta)
+    (folder / "table.md").write_text(text, encoding="utf-8")
+    (folder / "table.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=2) + "\n",
+                                       encoding="utf-8")
+    print()
+    print(text)
+    print(f"written: {folder / 'table.md'}, {folder / 'table.json'}")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -662,6 +783,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.report_only and (out / "table.json").is_file():
         measured = json.loads((out / "table.json").read_text(encoding="utf-8"))["meta"]
         command = measured["command"]
+    if args.replan is not None:
+        return replan(args, jobs, store, out, workdir, command)
     started = time.perf_counter()
     if not args.report_only:
         print(f"cwmb: {len(jobs)} jobs ({len(envs)} envs x {len(methods)} methods x {args.seeds} seeds), "

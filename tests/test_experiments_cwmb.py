@@ -67,7 +67,7 @@ def test_cwmb_job_synthesizes_scores_and_plans(script, tmp_path):
     assert spec["variant"] == "worldcoder" and spec["job"] == job.to_json()
 
 
-def test_harness_writes_tables_and_plots_and_skips_finished_jobs(script, tmp_path, capsys):
+def test_harness_writes_tables_and_plots_and_skips_finished_jobs(script, tmp_path, capsys, monkeypatch):
     harness = _load_harness()
     out, work = tmp_path / "out", tmp_path / "work"
     argv = ["--envs", "rtfm", "--methods", "gif-mcts,worldcoder", "--llm", f"scripted:{script}",
@@ -113,6 +113,56 @@ def test_harness_writes_tables_and_plots_and_skips_finished_jobs(script, tmp_pat
     assert again["meta"]["finished_at"] == "2000-01-01T00:00:00+00:00"
     assert "Measured 2000-01-01T00:00:00+00:00 on the machine that ran." in (out / "table.md").read_text()
     assert again["meta"]["command"] == measured["meta"]["command"] and again["per_env"] == table["per_env"]
+    _check_replan(harness, argv, out, work, tmp_path, monkeypatch, capsys)
+
+
+def _check_replan(harness, argv, out, work, tmp_path, monkeypatch, capsys):
+    """--replan on a finished grid: a grid planned short (or not at all) gets another protocol's
+    returns with no second search. Each job's program is planned again with the reference
+    table's random and oracle returns; an env the table lacks is named with the command that
+    fills it, and nothing runs for it."""
+    table = tmp_path / "reference.json"
+    monkeypatch.setenv("CODEWORLD_REFERENCE_RETURNS", str(table))
+    for path in (out / "jobs").glob("*.json"):  # the record plans on its own
+        assert "def step(state, action)" in json.loads(path.read_text())["result"]["program"]
+    capsys.readouterr()
+    replanned = out / "replan-short"
+    assert harness.main(argv + ["--replan", "short"]) == 0  # no references yet: skipped, named
+    text = (replanned / "table.md").read_text()
+    assert "Not planned:" in text and "benchmarks/reference_returns.py --envs RTFM-v0 --protocol short" in text
+    assert not list((replanned / "jobs").glob("*.json"))
+
+    # The table's returns, written as benchmarks/reference_returns.py writes them, with returns no
+    # real policy earns, so that a run of either policy would show.
+    from codeworld.envs import resolve_env
+    from codeworld.planning import evaluate
+    from codeworld.planning.evaluate import ReturnStats, reference_key_of
+    from codeworld.planning._protocol import store_reference
+
+    env = resolve_env("RTFM-v0")
+    probe = evaluate(env, seed=0, policies=(), protocol="short")
+    for policy, value in (("random", -7.0), ("oracle", 7.0)):
+        stats = ReturnStats(policy, returns=[value] * 3, lengths=[5] * 3).to_dict()
+        store_reference(reference_key_of(policy, probe), stats, {"protocol": "short"}, env, table)
+    import shutil
+
+    shutil.rmtree(work)  # the run directories gone, the records' programs are what is planned
+    assert harness.main(argv + ["--replan", "short"]) == 0
+    saved = sorted((replanned / "jobs").glob("*.json"))
+    assert len(saved) == 2
+    for path in saved:
+        result = json.loads(path.read_text())["result"]
+        planning = result["planning"]
+        assert result["status"] == "ok" and planning["protocol"] == "short" and planning["episodes"] == 3
+        assert planning["random"]["returns"] == [-7.0] * 3 and planning["oracle"]["returns"] == [7.0] * 3
+        assert planning["model"]["lengths"] and planning["normalized_return"] == pytest.approx(
+            (planning["return_model"] + 7.0) / 14.0)
+    rows = json.loads((replanned / "table.json").read_text())["rows"]
+    assert [r["status"] for r in rows] == ["ok", "ok"]
+    assert "| RTFM-v0 | worldcoder | 1 |" in (replanned / "table.md").read_text()
+    stamps = [p.stat().st_mtime_ns for p in saved]
+    assert harness.main(argv + ["--replan", "short"]) == 0  # kept, not planned again
+    assert [p.stat().st_mtime_ns for p in saved] == stamps
 
 
 def test_paper_columns_hold_the_published_numbers():
@@ -257,3 +307,4 @@ def test_group_means_carry_their_spread_over_seeds_and_calls_by_outcome():
     assert "| 2.7 / 3.3 / 0.7 |" in cartpole  # mean calls per search: new / copies / buggy
     groups = next(line for line in text.splitlines() if line.startswith("| gif-mcts | discrete |"))
     assert f"| {summary['groups']['gif-mcts']['discrete']['accuracy_sound']:.3f} ± 0.050 |" in groups
+

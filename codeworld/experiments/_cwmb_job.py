@@ -12,7 +12,12 @@
    normalized return, unless ``plan`` is off.
 
 It returns a JSON-ready dict: the scores, the returns, the search's best score after each call
-(for the score-against-calls plots), the accounting, and where the run directory is.
+(for the score-against-calls plots), the accounting, where the run directory is, and the program
+it planned with (so the job can be planned again without its run directory).
+
+`replan_job(record, protocol)` plans a finished job's program again under a named protocol
+(`codeworld.planning._protocol`), with the random and oracle returns of the reference table: a
+grid run with cut-short planning gets the paper's protocol without a second search.
 """
 
 from __future__ import annotations
@@ -178,6 +183,7 @@ def run_cwmb_job(job: Job, workdir: str) -> dict:
     if program is None:
         out["note"] = "the search wrote no program: accuracy 0, no planning"
         return out
+    out["program"] = result.program_to_plan_with
     out["best_search_score"] = (0.0 if result.best_evaluation.buggy
                                 else float(result.best_evaluation.score))
     out["scores"] = score_program(spec, program, options["buffer"], options["timeout_s"],
@@ -193,3 +199,84 @@ def run_cwmb_job(job: Job, workdir: str) -> dict:
                               skip_model_on_tie=True)
         out["planning"] = {**evaluation.to_dict(), "seconds": time.perf_counter() - t0}
     return out
+
+
+def job_program(record: dict, workdir: str | Path | None = None) -> str | None:
+    """The program a finished job planned with: the record's copy, else the best program in its
+    run directory (``<workdir>/runs/<key>``, or where the record says the run was), else None."""
+    result = record.get("result") or {}
+    if result.get("program"):
+        return result["program"]
+    from codeworld.synthesis._run_dir import BEST_MODEL_FILE
+
+    places = [Path(workdir) / "runs" / record["key"]] if workdir is not None else []
+    if result.get("run_dir"):
+        places.append(Path(result["run_dir"]))
+    for place in places:
+        if (place / BEST_MODEL_FILE).is_file():
+            return (place / BEST_MODEL_FILE).read_text(encoding="utf-8")
+    return None
+
+
+def missing_references(spec: EnvSpec, protocol: str, seed: int, config: Any = None) -> list[str]:
+    """The policies (``random``, ``oracle``) whose returns under `protocol` for `seed` the
+    reference table does not hold (the oracle only where the env has one)."""
+    from codeworld.planning import evaluate
+    from codeworld.planning.evaluate import reference_key_of
+    from codeworld.planning._protocol import find_reference
+
+    probe = evaluate(spec, config=config, seed=seed, policies=(), protocol=protocol)
+    policies = ("random", "oracle") if spec.has_oracle else ("random",)
+    return [p for p in policies if find_reference(reference_key_of(p, probe)) is None]
+
+
+def replan_job(record: dict, protocol: str, workdir: str | Path | None = None,
+               threads: int | None = None) -> dict:
+    """Plan a finished CWMB job's program again under the named `protocol`.
+
+    The random and oracle returns must be in the reference table (``benchmarks/reference_returns.py``
+    puts them there); where they are not, or the program is not found, nothing runs. The
+    planner's config is the job's (its ``planner`` fields) under the protocol's step cap.
+
+    Args:
+        record: the job's finished record (`ResultsStore`).
+        protocol: a name in `codeworld.planning._protocol.PROTOCOLS`.
+        workdir: the grid's run directories, where the record holds no program.
+        threads: the model's planner threads (None: the config's; plans do not depend on it).
+
+    Returns:
+        ``{"status": "ok", "planning": ..., "seconds": ...}`` or ``{"status": "skipped",
+        "message": ...}``; both with the protocol and the job's key.
+    """
+    from dataclasses import replace
+
+    from codeworld.envs import resolve_env
+    from codeworld.planning import evaluate
+    from codeworld.planning._protocol import default_config, get_protocol
+
+    chosen = get_protocol(protocol)
+    job = Job.from_json(record["job"])
+    out: dict[str, Any] = {"key": job.key, "protocol": chosen.name, "env_id": job.env_id,
+                           "method": job.method, "seed": job.seed}
+    spec = resolve_env(job.env_id)
+    options = job_options(job)
+    config = (planner_config(spec, {**options, "max_steps": chosen.max_steps})
+              or default_config(spec, chosen.max_steps))
+    if threads is not None and hasattr(config, "threads"):
+        config = replace(config, threads=threads)
+    program = job_program(record, workdir)
+    if program is None:
+        return {**out, "status": "skipped",
+                "message": "no program: the record holds none and its run directory is not here"}
+    missing = missing_references(spec, chosen.name, job.seed, config)
+    if missing:
+        return {**out, "status": "skipped",
+                "message": f"no {' or '.join(missing)} return under protocol {chosen.name} for seed "
+                           f"{job.seed} in the reference table (benchmarks/reference_returns.py "
+                           f"--envs {job.env_id} --protocol {chosen.name})"}
+    started = time.perf_counter()
+    evaluation = evaluate(spec, program, config, seed=job.seed, protocol=chosen.name,
+                          decision_timeout_s=float(options["decision_timeout_s"]),
+                          skip_model_on_tie=True)
+    return {**out, "status": "ok", "planning": evaluation.to_dict(),
+            "seconds": time.perf_counter() - started}
