@@ -396,6 +396,93 @@ def test_a_cosine_sine_pair_is_predicted_from_one_angle(monkeypatch):
     assert np.allclose(states[:, 0] ** 2 + states[:, 1] ** 2, 1.0, atol=1e-9)
 
 
+# ------------------------------------------------- an approximate rule that runs away when stepped
+
+
+def _saturating(n: int, seed: int):
+    """A pull that saturates: the new position is tanh(2 x) nudged by the action (recorded only
+    on [-0.6, 0.6]); a second component integrates the first."""
+    rng = np.random.default_rng(seed)
+    obs = rng.uniform(-0.6, 0.6, size=(n, 2))
+    actions = rng.integers(0, 3, size=n)
+    nxt = np.column_stack([np.tanh(2 * obs[:, 0]) + 0.05 * (actions - 1), obs[:, 1] + 0.1 * obs[:, 0]])
+    return obs, actions, nxt
+
+
+def _polynomial_relations(obs, actions, nxt):
+    """The data section's relations with an odd polynomial for the saturation (a least-squares
+    fit of degree 5, right within tolerance on most transitions and close on all, which stepped
+    on its own outputs runs to infinity beyond the recorded range), and the exact integrator."""
+    from codeworld.worlds.cwmb._relations import Relation
+
+    design = np.column_stack([obs[:, 0], obs[:, 0] ** 3, obs[:, 0] ** 5, actions - 1.0])
+    a, b, c, d = np.linalg.lstsq(design, nxt[:, 0], rcond=None)[0]
+    formula = f"{a!r} * s0 + {b!r} * s0 ** 3 + {c!r} * s0 ** 5 + {d!r} * (action - 1)"
+    right = float(np.mean(np.abs(design @ np.array([a, b, c, d]) - nxt[:, 0]) <= 1e-3))
+    assert 0.5 < right < 1.0
+    return [Relation(0, "s0", formula, 0.99, right), Relation(1, "s1", "s1 + 0.1 * s0", 1.0, 1.0)]
+
+
+def _runs_away(source: str, starts) -> dict | None:
+    """The test's own stepping of a program codeworld wrote: 100 steps of random actions from
+    each start, the failure where a value stops being finite."""
+    step, rng = _program(source), np.random.default_rng(1)
+    for state in starts:
+        for _ in range(100):
+            with np.errstate(all="ignore"):
+                try:
+                    state, _, _ = step(state, int(rng.integers(0, 3)))
+                except OverflowError as exc:
+                    return {"status": "exception", "message": str(exc)}
+            if not np.all(np.isfinite(state)):
+                return {"status": "invalid_output", "message": "not finite"}
+    return None
+
+
+def test_a_data_model_that_runs_away_beyond_the_data_is_held_to_the_recorded_range():
+    """An approximate rule stepped on its own outputs may run to infinity where the data does
+    not go (a plan's rollout fails there, and the search scores the data model as buggy): the
+    seed is then the same model with each approximate real-valued component held to its
+    recorded range widened by its width, which predicts the same on every training transition
+    and stays finite; an exact rule is left alone."""
+    from codeworld.synthesis.config import AssistConfig
+    from codeworld.worlds.cwmb._data_model import world_seeds
+
+    obs, actions, nxt = _saturating(400, 0)
+    relations = _polynomial_relations(obs, actions, nxt)
+    ends, rewards = np.zeros(400, dtype=bool), np.full(400, -1.0)
+    spec = SimpleNamespace(**vars(_spec(2, 3, 1e-3)), reward_atol=1e-9, reward_rtol=0.0)
+    scaffold = build_scaffold(spec, "", rewards=rewards, states=np.concatenate([obs, nxt]))
+    kwargs = dict(state_atol=1e-3, state_rtol=0.0, reward_atol=1e-9, reward_rtol=0.0,
+                  relations=relations)
+    free = build_data_model(scaffold, obs, actions, nxt, rewards, ends, **kwargs)
+    held = build_data_model(scaffold, obs, actions, nxt, rewards, ends, bounded=True, **kwargs)
+    assert free.approximate and _runs_away(free.source, obs[:8]) is not None
+    assert _runs_away(held.source, obs[:8]) is None
+    low, high = held.components[0]["bounds"]
+    width = nxt[:, 0].max() - nxt[:, 0].min()
+    assert low == pytest.approx(nxt[:, 0].min() - width) and high == pytest.approx(nxt[:, 0].max() + width)
+    assert "bounds" not in held.components[1]  # the exact integrator is not held
+    assert np.array_equal(_run(_program(held.source), obs, actions)[0],
+                          _run(_program(free.source), obs, actions)[0])
+
+    buffer = SimpleNamespace(obs=obs, actions=actions.reshape(-1, 1), next_obs=nxt, rewards=rewards,
+                             terminated=ends)
+    scorer = SimpleNamespace(buffer=buffer, spec=spec, mode="sound")
+
+    def beyond(source):
+        return _runs_away(source, obs[:8])
+
+    data = world_seeds(scorer, scaffold, relations, AssistConfig(), beyond=beyond)[0]
+    assert data.program == held.source and data.record["bounded"]["status"] in ("invalid_output", "exception")
+    off = world_seeds(scorer, scaffold, relations, AssistConfig(bounded_data_model=False), beyond=beyond)[0]
+    assert off.program == free.source and "bounded" not in off.record
+    # a model that runs everywhere as built is the seed as built
+    exact = [relations[1]]
+    plain = world_seeds(scorer, scaffold, exact, AssistConfig(), beyond=beyond)[0]
+    assert "min(max(" not in plain.program and "bounded" not in plain.record
+
+
 # -------------------------------------------------------------------------- seeds of a search
 
 

@@ -89,7 +89,8 @@ def test_a_legacy_run_replays_without_an_llm_call_and_with_the_same_scores(legac
                                              "data_model": False, "regression": False,
                                              "regression_seconds": 10.0,
                                              "described_rewards": False,
-                                             "described_ends": False}
+                                             "described_ends": False,
+                                             "bounded_data_model": False}
     # GIF-MCTS's stall limit came later too: the run keeps the paper's rule (no limit)
     assert after["config"].pop("stall_limit") is None and "stall_limit" not in before["config"]
     # and the resample of copies: the run asks once per call, as it did
@@ -117,7 +118,7 @@ def test_a_legacy_run_resumes_with_more_budget(legacy_run, tmp_path, capsys):
     assert after["budget"] == 3 and after["status"] == "finished"
     for added_later in ("relations", "structure", "form_from_data", "copies", "beyond_data",
                        "compact_tables", "reward_from_old", "angles", "data_model", "regression",
-                       "described_rewards", "described_ends"):
+                       "described_rewards", "described_ends", "bounded_data_model"):
         assert after["config"]["assist"].pop(added_later) is False
     after["config"]["assist"].pop("beyond_steps")
     after["config"]["assist"].pop("regression_seconds")

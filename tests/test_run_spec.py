@@ -97,7 +97,7 @@ def test_synthesize_writes_the_keys_it_wrote_before(tmp_path):
     assert data["split"]["n_heldout"] > 0 and data["split"]["seed"] == 0
     for added_since in ("relations", "structure", "form_from_data", "copies", "beyond_data",
                         "compact_tables", "reward_from_old", "angles", "data_model", "regression",
-                        "described_rewards", "described_ends"):
+                        "described_rewards", "described_ends", "bounded_data_model"):
         assert data["config"]["assist"].pop(added_since) is True
     assert data["config"]["assist"].pop("beyond_steps") is None  # the planner's lookahead
     assert data["config"]["assist"].pop("regression_seconds") == 10.0  # the regression's cap

@@ -126,6 +126,11 @@ class AssistConfig:
             where that condition is right on every training transition; where the training
             episodes never end that way and the description ties one reward it states and the
             data never shows to the end (`_feedback.end_rewards`), that reward comes with it.
+        bounded_data_model: a data model whose approximate real-valued rules run away where
+            planning takes it (`beyond_data`'s check fails) is written again with those
+            components held to their recorded range, widened by its width on both sides, and
+            that one is the seed where it runs everywhere (`codeworld.worlds.cwmb._data_model.
+            world_seeds`).
     """
 
     scaffold: bool = True
@@ -150,6 +155,7 @@ class AssistConfig:
     data_model: bool = True
     described_rewards: bool = True
     described_ends: bool = True
+    bounded_data_model: bool = True
 
     # What a saved config without these (older) fields was made with.
     ABSENT_IN_OLDER_RUNS: ClassVar[dict] = {"relations": False, "structure": False,
@@ -160,7 +166,8 @@ class AssistConfig:
                                             "regression": False,
                                             "data_model": False,
                                             "described_rewards": False,
-                                            "described_ends": False}
+                                            "described_ends": False,
+                                            "bounded_data_model": False}
 
     def __post_init__(self) -> None:
         if self.fit_seconds <= 0:
@@ -242,4 +249,7 @@ ASSIST_ABLATIONS: dict[str, dict] = {
     # the data model's end and its reward from the data alone, not from the description's
     # stated condition for the end
     "no-described-ends": {"assist.described_ends": False},
+    # a data model that runs away beyond the recorded data stays as built (buggy), not held to
+    # the recorded range
+    "no-bounded-data-model": {"assist.bounded_data_model": False},
 }

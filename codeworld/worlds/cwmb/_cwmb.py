@@ -510,6 +510,21 @@ class ScorerEvaluator(Evaluator):
                 return failure
         return None
 
+    def fails_beyond_data(self, program: str) -> dict | None:
+        """How `program` fails where planning takes it (`beyond_data`), or None where it runs
+        and stays finite there; a program that cannot be loaded fails with its error."""
+        from codeworld._model import ModelSourceError
+        from codeworld._model_worker import ModelWorker
+
+        spec = self.scorer.spec
+        try:
+            worker = ModelWorker(program, discrete=spec.discrete, compile=self.scorer.compile,
+                                 limits=self.scorer.limits)
+        except ModelSourceError as exc:
+            return {"status": "exception", "message": str(exc), "line": exc.line}
+        with worker:
+            return self.beyond_data(worker)
+
     def _recorded_states(self, rng: np.random.Generator, at_most: int = 2000) -> np.ndarray:
         """The distinct recorded states of the training episodes (at most `at_most`, drawn)."""
         states = np.unique(self.scorer.buffer.obs, axis=0)
@@ -707,7 +722,8 @@ def make_cwmb_world(env_id: str, assist: AssistConfig | None = None,
     from codeworld.worlds.cwmb._data_model import world_seeds
 
     seeds = world_seeds(scorer, scaffold, found if assist.relations else None, assist, terms,
-                        stated_ends, end_rewards(unseen) if stated_ends else ())
+                        stated_ends, end_rewards(unseen) if stated_ends else (),
+                        beyond=evaluator.fails_beyond_data if assist.beyond_data else None)
     return World(prompts, evaluator, finish=functools.partial(_finish, evaluator), seeds=seeds,
                  assists=CwmbAssists(evaluator, data, seeds))
 

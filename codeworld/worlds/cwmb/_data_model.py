@@ -34,7 +34,7 @@ transitions than the fit (or, where neither is, where its squared error is small
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Callable
 
 import numpy as np
@@ -63,6 +63,8 @@ class DataModel:
             ``"fit"``, ``"fit+tree"``, ``"regression"`` or ``"unchanged"``).
         reward: the reward rule's record (`Rule.to_json`).
         done: the done rule's record.
+        bounded: why its approximate components are held to their recorded range (the failure
+            of the model without that, beyond the recorded data), or None where they are not.
     """
 
     source: str
@@ -70,10 +72,21 @@ class DataModel:
     components: list[dict] = field(default_factory=list)
     reward: dict = field(default_factory=dict)
     done: dict = field(default_factory=dict)
+    bounded: dict | None = None
 
     def to_json(self) -> dict:
-        return {"prefix_lines": self.prefix_lines, "components": self.components,
-                "reward": self.reward, "done": self.done}
+        out = {"prefix_lines": self.prefix_lines, "components": self.components,
+               "reward": self.reward, "done": self.done}
+        if self.bounded is not None:
+            out["bounded"] = self.bounded
+        return out
+
+    @property
+    def approximate(self) -> bool:
+        """Whether a real-valued component's rule is approximate (it may run away where the
+        recorded data does not go)."""
+        return any(c.get("real") and c["exact"] < 1.0 and c["kind"] != "unchanged"
+                   for c in self.components)
 
 
 def _new(ref: str) -> str:
@@ -86,7 +99,7 @@ def build_data_model(scaffold: Scaffold, obs, actions, next_obs, rewards, termin
                      reward_rtol: float, relations: list | None = None, structure: bool = True,
                      angles: bool = True, reward_from_old: bool = True,
                      regress: Callable | None = None, terms=(), stated_ends=(),
-                     end_rewards=()) -> DataModel:
+                     end_rewards=(), bounded: bool = False) -> DataModel:
     """The data model of the training transitions (see the module docstring).
 
     Args:
@@ -107,6 +120,9 @@ def build_data_model(scaffold: Scaffold, obs, actions, next_obs, rewards, termin
             (`codeworld.worlds.cwmb._feedback.end_rewards`): where there is one, and the done
             rule is a described end that no training transition reaches, the reward at that
             end.
+        bounded: hold each real-valued component whose rule is approximate to its recorded range
+            widened by that range's width on both sides (``min(max(...))`` after its rule): an
+            approximate rule stepped many times may run away where the data does not go.
     """
     from codeworld.worlds.cwmb._relations import (MANY_REWARD_VALUES, find_relations,
                                                  find_reward_relation, formula_values,
@@ -179,8 +195,17 @@ def build_data_model(scaffold: Scaffold, obs, actions, next_obs, rewards, termin
                 if better:
                     lines = [f"    {new} = {formula}\n"]
                     exact, kind, text = right, "regression", formula
+        real = not scaffold.is_int(i)
+        entry = {"index": i, "name": ref, "kind": kind, "exact": exact, "rule": text, "real": real}
+        if bounded and real and exact < 1.0 and kind != "unchanged":
+            low, high = float(np.min(truth)), float(np.max(truth))
+            width = high - low
+            if width > 0:
+                low, high = low - width, high + width
+                lines = lines + [f"    {new} = min(max({new}, {low!r}), {high!r})\n"]
+                entry["bounds"] = [low, high]
         parts.append((i, exact >= 1.0, lines))
-        components.append({"index": i, "name": ref, "kind": kind, "exact": exact, "rule": text})
+        components.append(entry)
 
     formula = None
     if structure and len(np.unique(rewards)) > MANY_REWARD_VALUES:
@@ -262,13 +287,21 @@ FLOOR_LABEL = "floor"
 
 
 def world_seeds(scorer: Scorer, scaffold: Scaffold, relations: list | None,
-                assist: AssistConfig, terms=(), stated_ends=(), end_rewards=()) -> tuple:
+                assist: AssistConfig, terms=(), stated_ends=(), end_rewards=(),
+                beyond: Callable[[str], dict | None] | None = None) -> tuple:
     """The seed programs of a CWMB world (`codeworld.synthesis.types.Seed`): the data model of
     the scorer's (training) buffer, a start, and the do-nothing model (the scaffold's skeleton:
     state unchanged, the most frequent reward, never done), a candidate only; none with
     ``assist.data_model`` off. ``terms``: the description's equations as candidate terms of the
     fits; ``stated_ends`` and ``end_rewards``: its stated end and the reward there
-    (`build_data_model`)."""
+    (`build_data_model`).
+
+    ``beyond(source)`` steps a program where planning takes it, beyond the recorded data
+    (`codeworld.worlds.cwmb._cwmb.ScorerEvaluator.fails_beyond_data`: the failure, or None). A
+    data model with an approximate real-valued rule that fails there (its rules, stepped on
+    their own outputs, run to infinity) is built again with those components held to their
+    recorded range (`build_data_model(bounded=True)`), and that one is the seed where it runs
+    everywhere; otherwise the seed is the model as built, and the search scores it as buggy."""
     from codeworld.scoring._scorer import tolerances
     from codeworld.synthesis.types import Seed
 
@@ -276,12 +309,23 @@ def world_seeds(scorer: Scorer, scaffold: Scaffold, relations: list | None,
         return ()
     buf, spec = scorer.buffer, scorer.spec
     tol = tolerances(spec, scorer.mode)
-    model = build_data_model(scaffold, buf.obs, buf.actions, buf.next_obs, buf.rewards,
-                             buf.terminated, state_atol=tol.state_atol, state_rtol=tol.state_rtol,
-                             reward_atol=tol.reward_atol, reward_rtol=tol.reward_rtol,
-                             relations=relations, structure=assist.structure,
-                             angles=assist.angles, reward_from_old=assist.reward_from_old,
-                             terms=terms, stated_ends=stated_ends, end_rewards=end_rewards)
+    def build(bounded: bool) -> DataModel:
+        return build_data_model(scaffold, buf.obs, buf.actions, buf.next_obs, buf.rewards,
+                                buf.terminated, state_atol=tol.state_atol, state_rtol=tol.state_rtol,
+                                reward_atol=tol.reward_atol, reward_rtol=tol.reward_rtol,
+                                relations=relations, structure=assist.structure,
+                                angles=assist.angles, reward_from_old=assist.reward_from_old,
+                                terms=terms, stated_ends=stated_ends, end_rewards=end_rewards,
+                                bounded=bounded)
+
+    model = build(False)
+    if beyond is not None and assist.bounded_data_model and model.approximate:
+        failure = beyond(model.source)
+        if failure is not None:
+            held = build(True)
+            if beyond(held.source) is None:
+                model = replace(held, bounded={"unbounded": failure.get("message"),
+                                               "status": failure.get("status")})
     return (Seed(DATA_LABEL, model.source, start=True, prefix_lines=model.prefix_lines,
                  record=model.to_json()),
             Seed(FLOOR_LABEL, scaffold.skeleton(), start=False))
