@@ -628,6 +628,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--replan", default=None, choices=sorted(PROTOCOLS), metavar="PROTOCOL",
                         help="no search: plan each finished job's program again under PROTOCOL "
                              f"({', '.join(sorted(PROTOCOLS))}) into OUT/replan-PROTOCOL/")
+    parser.add_argument("--replan-seed", type=int, default=None,
+                        help="with --replan: the evaluation's seed for every job (default: each job's "
+                             "own); one seed plans every program on the same episodes")
     parser.add_argument("--replan-threads", type=int, default=0,
                         help="with --replan: the model planner's threads (0: every core; plans do not depend on it)")
     parser.add_argument("--report-only", action="store_true",
@@ -663,7 +666,10 @@ def replan_markdown(rows: list[dict], meta: dict) -> str:
     lines = [f"# Planned again under protocol `{protocol}`", "",
              f"Command: `{meta['command']}` ({meta['finished_at']}, {meta['machine']}; code at "
              f"{meta['commit']}). No search: each finished job's program (from `{meta['records']}`) "
-             f"planned under `{protocol}`, random and oracle returns from the reference table.", "",
+             f"planned under `{protocol}`"
+             + ("" if meta.get("evaluation_seed") is None else
+                f" on the episodes of seed {meta['evaluation_seed']} for every job")
+             + ", random and oracle returns from the reference table.", "",
              f"| env | method | seeds | normalized return ({protocol}) | the job's own | model return "
              "| random | oracle | model episode lengths | plan minutes |",
              "|---|---|---:|---|---|---:|---:|---:|---|---:|"]
@@ -694,7 +700,7 @@ def replan_markdown(rows: list[dict], meta: dict) -> str:
                      f"| {_fmt(_mean([r['oracle'] for r in done if r['oracle'] is not None]), 1)} "
                      f"| {length_text} | {sum(r['seconds'] or 0 for r in done) / 60:.1f} |")
     for method, values in per_method.items():
-        lines.append(f"| mean ({len(values)} envs) | {method} | | {_fmt(_mean(values))} | | | | | | |")
+        lines.append(f"| mean ({len(values)} env{'' if len(values) == 1 else 's'}) | {method} | | {_fmt(_mean(values))} | | | | | | |")
     if skipped:
         lines += ["", "Not planned:", ""] + skipped
     return "\n".join(lines) + "\n"
@@ -707,7 +713,8 @@ def replan(args: argparse.Namespace, jobs: list, store, out: Path, workdir: Path
     from codeworld.experiments import ResultsStore
     from codeworld.experiments._cwmb_job import replan_job
 
-    folder = out / f"replan-{args.replan}"
+    folder = out / f"replan-{args.replan}" if args.replan_seed is None else (
+        out / f"replan-{args.replan}-seed{args.replan_seed}")
     replans = ResultsStore(folder / "jobs")
     rows = []
     for job in jobs:
@@ -719,7 +726,8 @@ def replan(args: argparse.Namespace, jobs: list, store, out: Path, workdir: Path
             started = time.perf_counter()
             print(f"  {job.env_id:<26} {job.method:<22} seed {job.seed}  planning under {args.replan} ...",
                   flush=True)
-            result = replan_job(record, args.replan, workdir, threads=args.replan_threads)
+            result = replan_job(record, args.replan, workdir, threads=args.replan_threads,
+                                seed=args.replan_seed)
             kept = {"job": job.to_json(), "status": "finished" if result["status"] == "ok" else "skipped",
                     "result": result, "seconds": time.perf_counter() - started}
             if result["status"] == "ok":  # a skipped job is looked at again next time
@@ -731,6 +739,7 @@ def replan(args: argparse.Namespace, jobs: list, store, out: Path, workdir: Path
     from worldcoder import code_version  # the commit of the code, as the other tables record it
 
     meta = {"command": command, "protocol": args.replan, "records": str(store.root),
+            "evaluation_seed": args.replan_seed,
             "commit": code_version(),
             "finished_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
             "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"}

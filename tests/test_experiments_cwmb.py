@@ -163,6 +163,11 @@ def _check_replan(harness, argv, out, work, tmp_path, monkeypatch, capsys):
     stamps = [p.stat().st_mtime_ns for p in saved]
     assert harness.main(argv + ["--replan", "short"]) == 0  # kept, not planned again
     assert [p.stat().st_mtime_ns for p in saved] == stamps
+    # one evaluation seed for every job: its own folder, the seed in each record and the table
+    assert harness.main(argv + ["--replan", "short", "--replan-seed", "0"]) == 0
+    for path in (out / "replan-short-seed0" / "jobs").glob("*.json"):
+        assert json.loads(path.read_text())["result"]["evaluation_seed"] == 0
+    assert "on the episodes of seed 0 for every job" in (out / "replan-short-seed0" / "table.md").read_text()
 
 
 def test_paper_columns_hold_the_published_numbers():

@@ -231,7 +231,7 @@ def missing_references(spec: EnvSpec, protocol: str, seed: int, config: Any = No
 
 
 def replan_job(record: dict, protocol: str, workdir: str | Path | None = None,
-               threads: int | None = None) -> dict:
+               threads: int | None = None, seed: int | None = None) -> dict:
     """Plan a finished CWMB job's program again under the named `protocol`.
 
     The random and oracle returns must be in the reference table (``benchmarks/reference_returns.py``
@@ -243,6 +243,9 @@ def replan_job(record: dict, protocol: str, workdir: str | Path | None = None,
         protocol: a name in `codeworld.planning._protocol.PROTOCOLS`.
         workdir: the grid's run directories, where the record holds no program.
         threads: the model's planner threads (None: the config's; plans do not depend on it).
+        seed: the evaluation's seed (episode ``i`` resets with ``seed + i``; None: the job's
+            seed). One seed for every job compares the programs on the same episodes, with one
+            reference entry per env.
 
     Returns:
         ``{"status": "ok", "planning": ..., "seconds": ...}`` or ``{"status": "skipped",
@@ -256,8 +259,9 @@ def replan_job(record: dict, protocol: str, workdir: str | Path | None = None,
 
     chosen = get_protocol(protocol)
     job = Job.from_json(record["job"])
+    seed = job.seed if seed is None else int(seed)
     out: dict[str, Any] = {"key": job.key, "protocol": chosen.name, "env_id": job.env_id,
-                           "method": job.method, "seed": job.seed}
+                           "method": job.method, "seed": job.seed, "evaluation_seed": seed}
     spec = resolve_env(job.env_id)
     options = job_options(job)
     config = (planner_config(spec, {**options, "max_steps": chosen.max_steps})
@@ -268,14 +272,14 @@ def replan_job(record: dict, protocol: str, workdir: str | Path | None = None,
     if program is None:
         return {**out, "status": "skipped",
                 "message": "no program: the record holds none and its run directory is not here"}
-    missing = missing_references(spec, chosen.name, job.seed, config)
+    missing = missing_references(spec, chosen.name, seed, config)
     if missing:
         return {**out, "status": "skipped",
                 "message": f"no {' or '.join(missing)} return under protocol {chosen.name} for seed "
-                           f"{job.seed} in the reference table (benchmarks/reference_returns.py "
+                           f"{seed} in the reference table (benchmarks/reference_returns.py "
                            f"--envs {job.env_id} --protocol {chosen.name})"}
     started = time.perf_counter()
-    evaluation = evaluate(spec, program, config, seed=job.seed, protocol=chosen.name,
+    evaluation = evaluate(spec, program, config, seed=seed, protocol=chosen.name,
                           decision_timeout_s=float(options["decision_timeout_s"]),
                           skip_model_on_tie=True)
     return {**out, "status": "ok", "planning": evaluation.to_dict(),
