@@ -218,9 +218,11 @@ def job_program(record: dict, workdir: str | Path | None = None) -> str | None:
     return None
 
 
-def missing_references(spec: EnvSpec, protocol: str, seed: int, config: Any = None) -> list[str]:
+def missing_references(spec: EnvSpec, protocol: str, seed: int,
+                       config: object | None = None) -> list[str]:
     """The policies (``random``, ``oracle``) whose returns under `protocol` for `seed` the
-    reference table does not hold (the oracle only where the env has one)."""
+    reference table does not hold (the oracle only where the env has one). `config`: a registered
+    planner's config (None: the env's default)."""
     from codeworld.planning import evaluate
     from codeworld.planning.evaluate import reference_key_of
     from codeworld.planning._protocol import find_reference
