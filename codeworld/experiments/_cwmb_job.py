@@ -218,6 +218,20 @@ def job_program(record: dict, workdir: str | Path | None = None) -> str | None:
     return None
 
 
+def missing_references(spec: EnvSpec, protocol: str, seed: int,
+                       config: object | None = None) -> list[str]:
+    """The policies (``random``, ``oracle``) whose returns under `protocol` for `seed` the
+    reference table does not hold (the oracle only where the env has one). `config`: a registered
+    planner's config (None: the env's default)."""
+    from codeworld.planning import evaluate
+    from codeworld.planning.evaluate import reference_key_of
+    from codeworld.planning._protocol import find_reference
+
+    probe = evaluate(spec, config=config, seed=seed, policies=(), protocol=protocol)
+    policies = ("random", "oracle") if spec.has_oracle else ("random",)
+    return [p for p in policies if find_reference(reference_key_of(p, probe)) is None]
+
+
 def replan_job(record: dict, protocol: str, workdir: str | Path | None = None,
                threads: int | None = None, seed: int | None = None) -> dict:
     """Plan a finished CWMB job's program again under the named `protocol`.
@@ -243,7 +257,7 @@ def replan_job(record: dict, protocol: str, workdir: str | Path | None = None,
 
     from codeworld.envs import resolve_env
     from codeworld.planning import evaluate
-    from codeworld.planning._protocol import default_config, get_protocol, missing_references
+    from codeworld.planning._protocol import default_config, get_protocol
 
     chosen = get_protocol(protocol)
     job = Job.from_json(record["job"])

@@ -171,19 +171,6 @@ def find_reference(key: dict[str, Any], path: Path | None = None) -> dict | None
     return None
 
 
-def missing_references(spec: EnvSpec, protocol: str, seed: int, config: object | None = None,
-                       path: Path | None = None) -> list[str]:
-    """The policies (``random``, ``oracle``) whose returns under `protocol` for `seed` the
-    reference table does not hold (the oracle only where the env has one). `config`: a registered
-    planner's config (None: the env's default); `path`: the table (None: the package's)."""
-    from codeworld.planning import evaluate
-    from codeworld.planning.evaluate import reference_key_of
-
-    probe = evaluate(spec, config=config, seed=seed, policies=(), protocol=protocol)
-    policies = ("random", "oracle") if spec.has_oracle else ("random",)
-    return [p for p in policies if find_reference(reference_key_of(p, probe), path) is None]
-
-
 def store_reference(key: dict[str, Any], stats: dict, meta: dict, spec: EnvSpec,
                     path: Path | None = None) -> None:
     """Add (or replace) the entry for `key` (`spec`'s env), with the simulator versions and `meta`
