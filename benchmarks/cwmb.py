@@ -639,8 +639,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def replan_row(record: dict, replanned: dict) -> dict:
-    """One job's figures planned again, beside the job's own planning."""
+def replan_row(record: dict, replanned: dict, floor: dict | None = None) -> dict:
+    """One job's figures planned again, beside the job's own planning and (`floor`: the
+    do-nothing model planned the same way, `replan_job`'s result) the floor's."""
     planning = replanned.get("planning") or {}
     own = (record.get("result") or {}).get("planning") or {}
 
@@ -655,6 +656,7 @@ def replan_row(record: dict, replanned: dict) -> dict:
             "model": mean(planning, "model"), "random": mean(planning, "random"),
             "oracle": mean(planning, "oracle"),
             "lengths": (planning.get("model") or {}).get("lengths"),
+            "floor_normalized_return": ((floor or {}).get("planning") or {}).get("normalized_return"),
             "own_normalized_return": own.get("normalized_return"),
             "own_episodes": own.get("episodes"), "own_max_steps": own.get("max_steps"),
             "seconds": replanned.get("seconds")}
@@ -669,14 +671,17 @@ def replan_markdown(rows: list[dict], meta: dict) -> str:
              f"planned under `{protocol}`"
              + ("" if meta.get("evaluation_seed") is None else
                 f" on the episodes of seed {meta['evaluation_seed']} for every job")
-             + ", random and oracle returns from the reference table.", "",
-             f"| env | method | seeds | normalized return ({protocol}) | the job's own | model return "
-             "| random | oracle | model episode lengths | plan minutes |",
-             "|---|---|---:|---|---|---:|---:|---:|---|---:|"]
+             + ", random and oracle returns from the reference table. The do-nothing model: state "
+             "unchanged, a constant reward, never done, planned the same way (every plan ties, so it "
+             "earns the planner's own noise): a model at it plans no better than knowing nothing.", "",
+             f"| env | method | seeds | normalized return ({protocol}) | the do-nothing model | the job's own "
+             "| model return | random | oracle | model episode lengths | plan minutes |",
+             "|---|---|---:|---|---:|---|---:|---:|---:|---|---:|"]
     groups: dict[tuple[str, str], list[dict]] = {}
     for row in rows:
         groups.setdefault((row["env_id"], row["method"]), []).append(row)
     per_method: dict[str, list[float]] = {}
+    per_floor: dict[str, list[float]] = {}
     skipped = []
     for (env_id, method), members in groups.items():
         done = [r for r in members if r["status"] == "ok"]
@@ -694,16 +699,45 @@ def replan_markdown(rows: list[dict], meta: dict) -> str:
                     + ("the env limit" if cap is None else f"at most {cap} steps") + ")" if own else "n/a")
         lengths = [n for r in done for n in (r["lengths"] or [])]
         length_text = f"{min(lengths)}-{max(lengths)}" if lengths else ""
-        lines.append(f"| {env_id} | {method} | {len(done)} | {ret} | {own_text} "
+        floors = [r["floor_normalized_return"] for r in done if r.get("floor_normalized_return") is not None]
+        if values and floors:
+            per_floor.setdefault(method, []).append(_mean(floors))
+        lines.append(f"| {env_id} | {method} | {len(done)} | {ret} | {_fmt(_mean(floors)) if floors else 'n/a'} "
+                     f"| {own_text} "
                      f"| {_fmt(_mean([r['model'] for r in done if r['model'] is not None]), 1)} "
                      f"| {_fmt(_mean([r['random'] for r in done if r['random'] is not None]), 1)} "
                      f"| {_fmt(_mean([r['oracle'] for r in done if r['oracle'] is not None]), 1)} "
                      f"| {length_text} | {sum(r['seconds'] or 0 for r in done) / 60:.1f} |")
     for method, values in per_method.items():
-        lines.append(f"| mean ({len(values)} env{'' if len(values) == 1 else 's'}) | {method} | | {_fmt(_mean(values))} | | | | | | |")
+        floors = per_floor.get(method, [])
+        floor_text = _fmt(_mean(floors)) if len(floors) == len(values) else "n/a"
+        lines.append(f"| mean ({len(values)} env{'' if len(values) == 1 else 's'}) | {method} | "
+                     f"| {_fmt(_mean(values))} | {floor_text} | | | | | | |")
     if skipped:
         lines += ["", "Not planned:", ""] + skipped
     return "\n".join(lines) + "\n"
+
+
+def replan_floor(record: dict, job, args: argparse.Namespace, workdir: Path, folder: Path) -> dict:
+    """The do-nothing model planned under ``args.replan`` with `job`'s planner (`floor_program`),
+    kept in `folder` (one file per env and evaluation seed: a grid's jobs share their planner
+    settings) and read back on a rerun."""
+    from codeworld.experiments._cwmb_job import floor_program, replan_job
+
+    seed = job.seed if args.replan_seed is None else args.replan_seed
+    path = folder / f"{job.env_id}__seed{seed}.json"
+    if path.is_file():
+        return json.loads(path.read_text(encoding="utf-8"))
+    print(f"  {job.env_id:<26} the do-nothing model     planning under {args.replan} ...", flush=True)
+    result = replan_job(record, args.replan, workdir, threads=args.replan_threads,
+                        seed=args.replan_seed, program=floor_program(job.env_id))
+    result = {**result, "program": "floor"}
+    if result["status"] == "ok":
+        folder.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    print(f"    normalized return {_fmt((result.get('planning') or {}).get('normalized_return')) or 'n/a'}",
+          flush=True)
+    return result
 
 
 def replan(args: argparse.Namespace, jobs: list, store, out: Path, workdir: Path, command: str) -> int:
@@ -716,6 +750,8 @@ def replan(args: argparse.Namespace, jobs: list, store, out: Path, workdir: Path
     folder = out / f"replan-{args.replan}" if args.replan_seed is None else (
         out / f"replan-{args.replan}-seed{args.replan_seed}")
     replans = ResultsStore(folder / "jobs")
+    floors_dir = folder / "floors"  # the do-nothing model per env, planned once
+    floors: dict[tuple[str, int], dict] = {}
     rows = []
     for job in jobs:
         record = store.load(job)
@@ -734,7 +770,12 @@ def replan(args: argparse.Namespace, jobs: list, store, out: Path, workdir: Path
                 replans.write(kept)
             ret = _fmt((result.get("planning") or {}).get("normalized_return")) or "n/a"
             print(f"    {result.get('message') or f'normalized return {ret}'}", flush=True)
-        rows.append(replan_row(record, kept["result"]))
+        floor = None
+        if kept["result"]["status"] == "ok":
+            at = (job.env_id, job.seed if args.replan_seed is None else args.replan_seed)
+            floor = floors.get(at) or replan_floor(record, job, args, workdir, floors_dir)
+            floors[at] = floor
+        rows.append(replan_row(record, kept["result"], floor))
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from worldcoder import code_version  # the commit of the code, as the other tables record it
 

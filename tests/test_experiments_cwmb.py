@@ -159,6 +159,13 @@ def _check_replan(harness, argv, out, work, tmp_path, monkeypatch, capsys):
             (planning["return_model"] + 7.0) / 14.0)
     rows = json.loads((replanned / "table.json").read_text())["rows"]
     assert [r["status"] for r in rows] == ["ok", "ok"]
+    # the do-nothing model planned the same way, once per env and evaluation seed, beside each row
+    floors = sorted((replanned / "floors").glob("*.json"))
+    assert [p.name for p in floors] == ["RTFM-v0__seed0.json"]
+    floor = json.loads(floors[0].read_text())
+    assert floor["status"] == "ok" and floor["program"] == "floor"
+    assert floor["planning"]["random"]["returns"] == [-7.0] * 3
+    assert all(r["floor_normalized_return"] == floor["planning"]["normalized_return"] for r in rows)
     assert "| RTFM-v0 | worldcoder | 1 |" in (replanned / "table.md").read_text()
     stamps = [p.stat().st_mtime_ns for p in saved]
     assert harness.main(argv + ["--replan", "short"]) == 0  # kept, not planned again

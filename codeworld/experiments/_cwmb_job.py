@@ -218,6 +218,16 @@ def job_program(record: dict, workdir: str | Path | None = None) -> str | None:
     return None
 
 
+def floor_program(env: EnvSpec | str) -> str:
+    """The do-nothing model as a program: state unchanged, a constant reward, never done. A
+    planner given it finds every plan equal, so what it earns is the planner's own noise: the
+    floor of a model's return, as the do-nothing model is the floor of its accuracy."""
+    from codeworld.envs import resolve_env
+    from codeworld.worlds.cwmb._scaffold import build_scaffold
+
+    return build_scaffold(resolve_env(env)).skeleton()
+
+
 def missing_references(spec: EnvSpec, protocol: str, seed: int,
                        config: object | None = None) -> list[str]:
     """The policies (``random``, ``oracle``) whose returns under `protocol` for `seed` the
@@ -233,7 +243,8 @@ def missing_references(spec: EnvSpec, protocol: str, seed: int,
 
 
 def replan_job(record: dict, protocol: str, workdir: str | Path | None = None,
-               threads: int | None = None, seed: int | None = None) -> dict:
+               threads: int | None = None, seed: int | None = None,
+               program: str | None = None) -> dict:
     """Plan a finished CWMB job's program again under the named `protocol`.
 
     The random and oracle returns must be in the reference table (``benchmarks/reference_returns.py``
@@ -270,7 +281,7 @@ def replan_job(record: dict, protocol: str, workdir: str | Path | None = None,
               or default_config(spec, chosen.max_steps))
     if threads is not None and hasattr(config, "threads"):
         config = replace(config, threads=threads)
-    program = job_program(record, workdir)
+    program = job_program(record, workdir) if program is None else program
     if program is None:
         return {**out, "status": "skipped",
                 "message": "no program: the record holds none and its run directory is not here"}
