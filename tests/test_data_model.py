@@ -599,3 +599,42 @@ def test_a_resumed_run_replays_from_the_seeds_it_saved(tmp_path):
                         budget=2, run_dir=run_dir, seeds=other)
     assert llm.calls == [1] and result.accounting.replayed_calls == 1
     assert (tmp_path / "run" / "seeds" / "data.py").read_text() == _seeds(0.8)[0].program
+
+
+# --------------------------------------------- a reward of many values that the action moves
+
+
+def _reaching(n: int, seed: int):
+    """A point pushed by a 2-d action toward the origin; the reward is a cost on the old distance
+    and on the action's squared norm, recorded with a little noise, so no formula is right within
+    the tolerance on any transition (as with a simulator's reward), and every value differs."""
+    rng = np.random.default_rng(seed)
+    obs = rng.uniform(-1, 1, size=(n, 2))
+    actions = rng.uniform(-1, 1, size=(n, 2))
+    nxt = obs + 0.1 * actions
+    rewards = (-np.abs(obs[:, 0]) - np.abs(obs[:, 1]) - np.sum(actions ** 2, axis=1)
+               + rng.normal(0, 1e-3, n))
+    return obs, actions, nxt, rewards
+
+
+def test_a_reward_of_many_values_is_the_fitted_formula_that_the_action_moves():
+    """A reward that takes a new value on every transition is the data section's formula, not the
+    most frequent value, where the formula's error is below the constant's though neither is
+    right within the tolerance: a constant reward makes every plan tie. A control cost,
+    `np.sum(action**2)`, is summed per transition when the formula is checked on the data."""
+    from codeworld.worlds.cwmb._relations import formula_values
+
+    obs, actions, nxt, rewards = _reaching(300, 0)
+    assert np.allclose(formula_values("np.sum(action**2)", obs, actions, ["s0", "s1"], discrete=False),
+                       np.sum(actions ** 2, axis=1))
+    spec = SimpleNamespace(obs_dim=2, discrete=False, n_actions=0, action_dim=2, action_low=(-1.0, -1.0),
+                           action_high=(1.0, 1.0), state_atol=1e-6, state_rtol=0.0)
+    scaffold = build_scaffold(spec, "", rewards=rewards, states=np.concatenate([obs, nxt]))
+    model = build_data_model(scaffold, obs, actions, nxt, rewards, np.zeros(300, dtype=bool),
+                             state_atol=1e-6, state_rtol=0.0, reward_atol=1e-6, reward_rtol=0.0)
+    assert model.reward["kind"] == "formula" and "action" in model.reward["text"]
+    step = _program(model.source)
+    _, predicted, _ = _run(step, obs, actions)
+    assert np.mean(np.abs(predicted - rewards)) < 0.05 * np.mean(np.abs(rewards - np.median(rewards)))
+    # the plan's signal: a smaller push costs less from the same state
+    assert step(obs[0], np.zeros(2))[1] > step(obs[0], np.ones(2))[1]

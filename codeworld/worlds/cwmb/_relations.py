@@ -265,6 +265,22 @@ _ARRAY_MATH = SimpleNamespace(sin=np.sin, cos=np.cos, tan=np.tan, atan2=np.arcta
                               log=np.log, sqrt=np.sqrt, tanh=np.tanh, floor=np.floor, pi=np.pi)
 
 
+class _PerTransition:
+    """``np`` in a formula evaluated on every transition at once (`formula_values`), where a
+    vector's components are stacked on the first axis: a sum over a vector (``np.sum(action**2)``,
+    a control cost) is the sum on each transition, not over all of them."""
+
+    def __getattr__(self, name: str):
+        return getattr(np, name)
+
+    @staticmethod
+    def sum(x, *args, **kwargs):
+        x = np.asarray(x)
+        if args or kwargs:
+            return np.sum(x, *args, **kwargs)
+        return x.sum(axis=0) if x.ndim > 1 else x
+
+
 def formula_values(formula: str, obs, actions, names, *, discrete: bool,
                    new_obs=None) -> np.ndarray:
     """The value of a formula of this module (`Relation.formula`, a reward formula) on every
@@ -274,7 +290,7 @@ def formula_values(formula: str, obs, actions, names, *, discrete: bool,
     x = np.asarray(obs, dtype=np.float64)
     n = len(x)
     a = np.asarray(actions)
-    scope: dict = {"np": np, "math": _ARRAY_MATH, "min": np.minimum, "max": np.maximum,
+    scope: dict = {"np": _PerTransition(), "math": _ARRAY_MATH, "min": np.minimum, "max": np.maximum,
                    "abs": np.abs, "_array": np.asarray,
                    "action": a.reshape(n).astype(np.int64) if discrete
                    else a.reshape(n, -1).astype(np.float64).T}

@@ -483,7 +483,13 @@ def reward_rule(obs, actions, next_obs, rewards, names, *, discrete: bool, n_act
                 atol: float, rtol: float, formula: str | None = None) -> Rule:
     """``reward``: the best on the training transitions of the most frequent value, a tree over
     the values (a reward of at most `FEW_VALUES` values: a goal, a penalty, a step cost) and the
-    data section's formula (`formula`, a reward of many values)."""
+    data section's formula (`formula`, a reward of many values).
+
+    The best is the one right (within the tolerance) most often; but where the reward takes more
+    than `FEW_VALUES` values and none is right on half the transitions, the one of least mean
+    error: a constant right on the few transitions that repeat a value would tie every plan
+    (a planner needs the reward to move with the action), where a formula that explains
+    most of the reward's change steers it."""
     from codeworld.scoring._scorer import most_frequent
     from codeworld.worlds.cwmb._relations import formula_values
 
@@ -495,9 +501,11 @@ def reward_rule(obs, actions, next_obs, rewards, names, *, discrete: bool, n_act
 
     options = [Rule(f"    reward = {literal(modal)}\n", right(np.full_like(r, modal)), "constant",
                     f"the most frequent reward, {literal(modal)}")]
+    fitted = None
     if formula is not None:
-        pred = formula_values(formula, obs, actions, names, discrete=discrete, new_obs=next_obs)
-        options.append(Rule(f"    reward = {formula}\n", right(pred), "formula", formula))
+        fitted = np.asarray(formula_values(formula, obs, actions, names, discrete=discrete,
+                                           new_obs=next_obs), dtype=np.float64)
+        options.append(Rule(f"    reward = {formula}\n", right(fitted), "formula", formula))
     values = np.unique(r)
     if 1 < len(values) <= FEW_VALUES:
         feats = features(obs, actions, names=names, discrete=discrete, n_actions=n_actions,
@@ -516,7 +524,12 @@ def reward_rule(obs, actions, next_obs, rewards, names, *, discrete: bool, n_act
             options.append(Rule("".join(lines), right(pred), "tree",
                                 "; ".join(text) + f"; else {literal(float(tree.classes[default]))}"))
     # the most often right; of equals, the simpler (the order above)
-    return max(options, key=lambda o: o.exact)
+    best = max(options, key=lambda o: o.exact)
+    if len(values) > FEW_VALUES and best.exact < 0.5 and fitted is not None:
+        error = float(np.mean(np.abs(fitted - r)))
+        if np.isfinite(error) and error < float(np.mean(np.abs(modal - r))):
+            return options[1]
+    return best
 
 
 def _outcomes(ok: np.ndarray, rule: np.ndarray, old: np.ndarray, truth: np.ndarray) -> np.ndarray:
