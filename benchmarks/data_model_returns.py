@@ -7,7 +7,8 @@ on), and its data model (the program the machine writes from the data before any
 search's first node) is scored on the held-out episodes (sound rule, with the do-nothing floor)
 and planned under the protocol (default: the paper's) on the episodes of `--plan-seed`, with
 random and oracle returns from the reference table (`benchmarks/reference_returns.py`; an env the
-table lacks is listed, not planned). Beside it, the do-nothing model (state unchanged, a constant
+table lacks is listed, not planned; one with the random return but no oracle's is planned and
+its raw returns shown, not normalized). Beside it, the do-nothing model (state unchanged, a constant
 reward, never done: every plan ties, so it earns the planner's own noise) planned the same way:
 a model at that return plans no better than knowing nothing.
 
@@ -56,14 +57,21 @@ def measure(env_id: str, seed: int, protocol: str, plan_seed: int) -> dict:
            "plan_seed": plan_seed}
     config = default_config(spec, chosen.max_steps)
     missing = missing_references(spec, chosen.name, plan_seed, config)
-    if missing:
-        out["skipped"] = (f"no {' or '.join(missing)} return under protocol {chosen.name} for seed "
-                          f"{plan_seed} in the reference table (benchmarks/reference_returns.py "
-                          f"--envs {env_id} --protocol {chosen.name})")
+    policies = ("random", "oracle", "model")
+    if "random" in missing:
+        out["skipped"] = (f"no random return under protocol {chosen.name} for seed {plan_seed} in "
+                          f"the reference table (benchmarks/reference_returns.py --envs {env_id} "
+                          f"--protocol {chosen.name})")
         return out
+    if missing:  # no oracle: the raw returns beside the random policy's, no normalized return
+        policies = ("random", "model")
+        out["no_oracle"] = (f"no oracle return under protocol {chosen.name} for seed {plan_seed} "
+                            f"(benchmarks/reference_returns.py --envs {env_id} --protocol "
+                            f"{chosen.name} --policies oracle)")
     for name, program in (("data", data.program), ("do_nothing", floor_program(spec))):
         t0 = time.perf_counter()
-        plan = evaluate(spec, program, config, seed=plan_seed, protocol=chosen.name).to_dict()
+        plan = evaluate(spec, program, config, seed=plan_seed, protocol=chosen.name,
+                        policies=policies).to_dict()
         out[name] = {"normalized_return": plan["normalized_return"], "return": plan["return_model"],
                      "random": plan["return_random"], "oracle": plan["return_oracle"],
                      "lengths": plan["model"]["lengths"], "seconds": time.perf_counter() - t0}
@@ -88,8 +96,9 @@ def markdown(rows: list[dict], meta: dict) -> str:
              f"protocol `{meta['protocol']}` on the episodes of seed {meta['plan_seed']} beside "
              "the do-nothing model (state unchanged, a constant reward, never done: every plan "
              "ties, so it earns the planner's own noise). Mean ± standard error over seeds.", "",
-             "| env | seeds | held out (sound) | floor | normalized return | the do-nothing model | the data model's reward |",
-             "|---|---:|---|---:|---|---:|---|"]
+             "| env | seeds | held out (sound) | floor | normalized return | the do-nothing model "
+             "| return: data model / do-nothing / random / oracle | the data model's reward |",
+             "|---|---:|---|---:|---|---:|---|---|"]
     envs: dict[str, list[dict]] = {}
     for row in rows:
         envs.setdefault(row["env_id"], []).append(row)
@@ -101,14 +110,22 @@ def markdown(rows: list[dict], meta: dict) -> str:
         reward = (members[0].get("reward") or {})
         kinds = sorted({(r.get("reward") or {}).get("kind", "?") for r in members})
         text = str(reward.get("text", ""))
+        if planned and any("no_oracle" in r for r in planned):
+            skipped.append(f"- {env_id}: not normalized, {planned[0]['no_oracle']}")
+
+        def raw(key: str, field: str = "return") -> str:
+            values = [r[key][field] for r in planned if r[key].get(field) is not None]
+            return f"{np.mean(values):.1f}" if values else "-"
+
         lines.append(
             f"| {env_id} | {len(members)} | {_mean([r['heldout'] for r in members])} "
             f"| {np.mean([r['floor'] for r in members]):.3f} "
             f"| {_mean([r['data']['normalized_return'] for r in planned]) if planned else 'not planned'} "
             f"| {_mean([r['do_nothing']['normalized_return'] for r in planned]) if planned else ''} "
+            f"| {raw('data')} / {raw('do_nothing')} / {raw('data', 'random')} / {raw('data', 'oracle')} "
             f"| {'/'.join(kinds)}: `{text[:90]}{'...' if len(text) > 90 else ''}` (seed {members[0]['seed']}) |")
     if skipped:
-        lines += ["", "Not planned:", ""] + skipped
+        lines += ["", "Not planned, or not normalized:", ""] + skipped
     return "\n".join(lines) + "\n"
 
 
@@ -156,8 +173,12 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(row)
             ret = (row.get("data") or {}).get("normalized_return")
             floor = (row.get("do_nothing") or {}).get("normalized_return")
-            print(f"  held out {row['heldout']:.3f} (floor {row['floor']:.3f}); normalized return "
-                  + (row.get("skipped") or f"{ret:.3f} (the do-nothing model {floor:.3f})"), flush=True)
+            raw = (row.get("data") or {}).get("return"), (row.get("do_nothing") or {}).get("return")
+            print(f"  held out {row['heldout']:.3f} (floor {row['floor']:.3f}); "
+                  + (row.get("skipped") or (f"return {raw[0]:.1f} (the do-nothing model {raw[1]:.1f})"
+                                            if ret is None else
+                                            f"normalized return {ret:.3f} (the do-nothing model {floor:.3f})")),
+                  flush=True)
             meta["finished_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
             path.write_text(json.dumps({"meta": meta, "rows": rows}, indent=2) + "\n", encoding="utf-8")
     meta["finished_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
