@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # cwmb.py and worldcoder.py beside it
 
 
 def measure(env_id: str, seed: int, protocol: str, plan_seed: int) -> dict:
@@ -79,12 +80,11 @@ def measure(env_id: str, seed: int, protocol: str, plan_seed: int) -> dict:
 
 
 def _mean(values: list) -> str:
+    """Mean ± standard error over seeds, as the CWMB tables write it (`cwmb._pm`)."""
+    from cwmb import _mean as mean, _pm, _stderr
+
     values = [v for v in values if v is not None]
-    if not values:
-        return "n/a"
-    if len(values) == 1:
-        return f"{values[0]:.3f}"
-    return f"{np.mean(values):.3f} ± {np.std(values, ddof=1) / np.sqrt(len(values)):.3f}"
+    return _pm(mean(values), _stderr(values))
 
 
 def markdown(rows: list[dict], meta: dict) -> str:
@@ -142,7 +142,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.seeds < 1:
         parser.error("--seeds must be at least 1")
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
     from cwmb import resolve_envs
     from worldcoder import code_version
     from codeworld.planning._protocol import PROTOCOLS
