@@ -40,10 +40,11 @@ list of dicts has (an ``x`` that changed while ``y`` did not yet, where the thin
 from __future__ import annotations
 
 import ast
+import copy
 import itertools
 import json
 from collections import Counter, defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
@@ -778,9 +779,11 @@ def _candidates(path: Path, kind: str, rows: list[tuple[dict, Any]], kinds: dict
         if _canon(old) == _canon(after):
             continue
         # a vector (a position) that one step took from one cell to another was as likely moved
-        # as set there: of the two, the move is tried first
+        # as set there: of the two, the move is tried first; a whole list set to a constant
+        # (every box at fixed cells) is tried after any change of one of its elements
         out.setdefault(f"set {_key(after)}", Change(_literal(after), lambda r, v=after: v,
-                                                    3 if kind == "vector" else 1, True))
+                                                    {"vector": 3, "collection": 5}.get(kind, 1),
+                                                    True))
         for other in others:
             if _canon(before.get(other)) == _canon(after):
                 out.setdefault(f"copy {other}", Change(_get_code(other),
@@ -997,6 +1000,9 @@ class RuleModel:
     reward_default: int
     n: int
     space: Space = Space()
+    # action -> (the action whose rules it takes, their code moved by its own vector): see
+    # `_borrow`
+    borrowed: dict[int, tuple[int, list[str]]] = field(default_factory=dict)
 
     def transition_code(self) -> str:
         lines = ["def transition(state, action):",
@@ -1006,6 +1012,9 @@ class RuleModel:
         first = True
         for action in sorted(self.transitions):
             body = [line for rule in self.transitions[action] for line in rule.code(" " * 8)]
+            if action in self.borrowed:
+                source, body = self.borrowed[action]
+                body = [f"        # as action {source} does, by this action's own step"] + body
             if not body:
                 continue
             lines.append(f"    {'if' if first else 'elif'} action == {action}:")
@@ -1057,8 +1066,9 @@ def _kinds(rows: list[dict]) -> dict[Path, str]:
     return {path: _kind(vs) for path, vs in values.items()}
 
 
-def learn_rules(transitions: list[dict]) -> RuleModel:
-    """Learn the rule model of ``transitions`` (see the module docstring)."""
+def learn_rules(transitions: list[dict], borrow: bool = True) -> RuleModel:
+    """Learn the rule model of ``transitions`` (see the module docstring); with ``borrow``, an
+    action may take the rules of another that moves things by another vector (`_borrow`)."""
     every = leaves_of([t["state"] for t in transitions] + [t["next_state"] for t in transitions])
     befores, afters = every[:len(transitions)], every[len(transitions):]
     kinds = _kinds(befores + afters)
@@ -1074,9 +1084,11 @@ def learn_rules(transitions: list[dict]) -> RuleModel:
     for i, t in enumerate(transitions):
         by_action[int(t["action"])].append(i)
     model: dict[int, list[LeafRule]] = {}
+    steps: dict[int, list[Any]] = {}
     for action, index in sorted(by_action.items()):
         rows = [(befores[i], afters[i]) for i in index]
         deltas = _deltas(rows, kinds)
+        steps[action] = deltas
         changed = sorted({p for b, a in rows for p in set(a) | set(b)
                           if _canon(a.get(p)) != _canon(b.get(p))})
         # a number of a joint leaf is learned with the joint (one write of both numbers)
@@ -1102,7 +1114,78 @@ def learn_rules(transitions: list[dict]) -> RuleModel:
             leaf_rules.append(LeafRule(path, writes, rules, default))
         model[action] = leaf_rules
     reward_changes, reward_rules, reward_default = _learn_reward(transitions, afters, kinds)
-    return RuleModel(model, reward_changes, reward_rules, reward_default, len(transitions), space)
+    borrowed = _borrow(model, steps, transitions, by_action) if borrow else {}
+    return RuleModel(model, reward_changes, reward_rules, reward_default, len(transitions), space,
+                     borrowed)
+
+
+def _moved_by(lines: list[str], old: Any, new: Any) -> list[str]:
+    """Code lines with each multiple (1, 2) of the vector ``old`` written as that of ``new``."""
+    marks = {_literal(_scale(k, old)): f"\0{k}\0" for k in (1, 2)}
+    out = []
+    for line in lines:
+        for text, mark in marks.items():
+            line = line.replace(text, mark)
+        for k in (1, 2):
+            line = line.replace(f"\0{k}\0", _literal(_scale(k, new)))
+        out.append(line)
+    return out
+
+
+def _right_on(body: list[str], action: int, transitions: list[dict]) -> int:
+    """How many of ``transitions`` (of ``action``) a transition of that body gets right."""
+    code = ("def transition(state, action):\n    new = copy.deepcopy(state)\n"
+            + "\n".join(line[4:] for line in body) + "\n    return new\n")
+    space: dict[str, Any] = {}
+    try:
+        exec(compile(HELPERS + "\n\n" + code, "<rule model>", "exec"), space)  # noqa: S102 - our own code
+    except SyntaxError:
+        return -1
+    right = 0
+    for t in transitions:
+        try:
+            right += _canon(space["transition"](copy.deepcopy(t["state"]), action)) == _canon(
+                t["next_state"])
+        except Exception:  # noqa: BLE001 - a rule that fails on a state is wrong there
+            pass
+    return right
+
+
+def _borrow(model: dict[int, list[LeafRule]], steps: dict[int, list[Any]],
+            transitions: list[dict], by_action: dict[int, list[int]]
+            ) -> dict[int, tuple[int, list[str]]]:
+    """Actions that take another action's rules, moved by their own vector.
+
+    Where two actions each move things by one vector of the same length (up and right: what
+    they move, each by its own step), the rules one learned carry to the other with its step
+    and twice its step in place of the other's: a push that the data showed going up but never
+    right, a wall that blocked a move left but never one right. An action takes the rules of
+    another where they are right on at least as many of its own recorded transitions as its own
+    rules are; of several, those learned from the most transitions. Rules that read a heading
+    (the step a table gives for a direction) are not moved.
+    """
+    def body(action: int) -> list[str]:
+        return [line for rule in model[action] for line in rule.code(" " * 8)]
+
+    single = {a: d[0] for a, d in steps.items()
+              if a in model and len(d) == 1 and isinstance(d[0], list)}
+    borrowed: dict[int, tuple[int, list[str]]] = {}
+    for action, step in sorted(single.items()):
+        mine = [transitions[i] for i in by_action[action]]
+        best = (_right_on(body(action), action, mine), len(mine))
+        for source, other in sorted(single.items()):
+            if (source == action or len(other) != len(step) or other == step
+                    or len(by_action[source]) <= len(mine)):
+                continue
+            lines = body(source)
+            if any("_ahead(" in line for line in lines):
+                continue
+            moved = _moved_by(lines, other, step)
+            merit = (_right_on(moved, action, mine), len(by_action[source]))
+            if merit > best:
+                best = merit
+                borrowed[action] = (source, moved)
+    return borrowed
 
 
 def _learn_reward(transitions: list[dict], afters: list[dict], kinds: dict[Path, str]
