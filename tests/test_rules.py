@@ -544,8 +544,9 @@ def test_a_box_left_where_it_was_is_not_a_box_set_to_a_constant_cell():
 def test_a_push_seen_going_up_is_learned_for_a_move_right_that_never_pushed():
     # pushes up, a push blocked by the wall above, moves down and left, and two moves right in
     # free cells. Right's own data says "always move, boxes never change"; up's rules, moved by
-    # right's step, are right on every move right recorded and learned from more transitions,
-    # so right takes them: it pushes a box and stops at a wall it never met
+    # right's step, are right on every move right recorded, and on more of all the moves than
+    # right's own rules moved to the others, so right takes them: it pushes a box and stops at a
+    # wall it never met
     walls = [[x, y] for x in range(7) for y in range(7) if x in (0, 6) or y in (0, 6)]
     data = record(push_step, {"agent": [2, 4], "boxes": [[2, 3]], "walls": walls},
                   (0, 0, 0, 1, 1, 3, 3, 0, 0, 0, 0, 2, 1, 2, 2, 0), "push")

@@ -1156,35 +1156,45 @@ def _borrow(model: dict[int, list[LeafRule]], steps: dict[int, list[Any]],
             ) -> dict[int, tuple[int, list[str]]]:
     """Actions that take another action's rules, moved by their own vector.
 
-    Where two actions each move things by one vector of the same length (up and right: what
-    they move, each by its own step), the rules one learned carry to the other with its step
-    and twice its step in place of the other's: a push that the data showed going up but never
-    right, a wall that blocked a move left but never one right. An action takes the rules of
-    another where they are right on at least as many of its own recorded transitions as its own
-    rules are; of several, those learned from the most transitions. Rules that read a heading
-    (the step a table gives for a direction) are not moved.
+    Where actions each move things by one vector of the same length (up and right: what they
+    move, each by its own step), the rules one learned carry to another with its step and twice
+    its step in place of the other's: a push that the data showed going up but never right, a
+    wall that blocked a move left but never one right. Each action's rules are scored, moved to
+    every such action, on all their transitions; an action takes the rules of the most right
+    in all, where they are right on at least as many of its own transitions as its own rules
+    (on ties, its own). Rules that read a heading (the step a table gives for a direction) are
+    not moved.
     """
     def body(action: int) -> list[str]:
         return [line for rule in model[action] for line in rule.code(" " * 8)]
 
     single = {a: d[0] for a, d in steps.items()
               if a in model and len(d) == 1 and isinstance(d[0], list)}
+    rows = {a: [transitions[i] for i in by_action[a]] for a in single}
+    right: dict[tuple[int, int], int] = {}  # (whose rules, on whose transitions) -> rows right
+    moved: dict[tuple[int, int], list[str]] = {}
+    for source, other in single.items():
+        lines = body(source)
+        if any("_ahead(" in line for line in lines):
+            right.update({(source, a): -1 for a in single if a != source})
+            right[(source, source)] = _right_on(lines, source, rows[source])
+            continue
+        for action, step in single.items():
+            if action != source and len(step) != len(other):
+                right[(source, action)] = -1
+                continue
+            moved[(source, action)] = lines if action == source else _moved_by(lines, other, step)
+            right[(source, action)] = _right_on(moved[(source, action)], action, rows[action])
+    total = {s: sum(max(right[(s, a)], 0) for a in single) for s in single}
     borrowed: dict[int, tuple[int, list[str]]] = {}
-    for action, step in sorted(single.items()):
-        mine = [transitions[i] for i in by_action[action]]
-        best = (_right_on(body(action), action, mine), len(mine))
-        for source, other in sorted(single.items()):
-            if (source == action or len(other) != len(step) or other == step
-                    or len(by_action[source]) <= len(mine)):
-                continue
-            lines = body(source)
-            if any("_ahead(" in line for line in lines):
-                continue
-            moved = _moved_by(lines, other, step)
-            merit = (_right_on(moved, action, mine), len(by_action[source]))
-            if merit > best:
-                best = merit
-                borrowed[action] = (source, moved)
+    for action in sorted(single):
+        best = (total[action], action)
+        for source in sorted(single):
+            if (source != action and right[(source, action)] >= max(right[(action, action)], 0)
+                    and total[source] > best[0]):
+                best = (total[source], source)
+        if best[1] != action:
+            borrowed[action] = (best[1], moved[(best[1], action)])
     return borrowed
 
 
