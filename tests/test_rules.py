@@ -14,7 +14,8 @@ from codeworld.agent._loop import LevelResult, WorldCoderAgent
 from codeworld.sandbox import Sandbox, SandboxLimits
 from codeworld.synthesis.fakes import ScriptedLLM
 from codeworld.worlds.objects._ops import op_evaluate
-from codeworld.worlds.objects._rules import learn_rules, rule_program
+from codeworld.worlds.objects._rules import (NO_REWARD_YET, learn_rules, rule_program,
+                                             with_reward)
 
 # No wall-clock limit here binds before pytest's own hang guard (``timeout = 300`` in
 # pyproject.toml): a sandbox request never times out first, so what a test asserts cannot depend
@@ -168,6 +169,35 @@ def test_before_the_first_success_the_llm_writes_only_the_reward_from_the_missio
     assert 'next_state["carrying"] and next_state["agent"] == next_state["goal"]' in agent.program \
         or "return 1.0, True" in agent.program
     assert "_put(new, True, 'carrying')" in agent.program
+
+
+EVERY_STEP = '''def reward(state, action, next_state, mission):
+    if next_state["goal"] is not None:
+        return 1.0, True
+    return 0.0, False
+'''
+
+
+def test_a_mission_reward_that_recorded_steps_contradict_gives_way_to_exploring():
+    # the LLM's reward says every step completes the mission (the goal exists). No recorded step
+    # got reward, so between rewrites the rule model takes its place with "no step completes it
+    # yet" (a model that rewards every step leaves the planner nothing to look for); a mission
+    # reward the recorded steps agree with is kept
+    data = [t for t in walk(60, seed=3) if not t["reward"]]
+    config = AgentConfig(epsilon=0.0, eval_timeout_s=UNTIMED_S, plan_max_nodes=300,
+                         plan_max_depth=20)
+    for written, kept in ((EVERY_STEP, False), (REWARD, True)):
+        with WorldCoderAgent(ScriptedLLM([]), config, limits=UNTIMED) as agent:
+            agent.data = list(data)
+            agent.program = with_reward(rule_program(data), written)
+            agent.refit(KeyGrid())
+            assert (written.splitlines()[1] in agent.program) is kept
+            assert (NO_REWARD_YET in agent.program) is not kept
+            state = KeyGrid().start()
+            plan = agent.plan(KeyGrid(), state, KeyGrid.mission, LevelResult("keygrid"))
+        if not kept:  # nothing to reach: to an action never tried where the agent would be
+            assert plan is None or plan.get("explore")
+
 
 
 ROOM = ("box 1", "chest 1", "crate 1")

@@ -364,12 +364,25 @@ class WorldCoderAgent:
 
     def _rules(self, evaluator: AgentEvaluator) -> tuple[str, ProgramEvaluation] | None:
         """The rule model of all data (`codeworld.worlds.objects._rules`), checked (None with it
-        or the assists off); while no step got reward, with the current program's reward."""
+        or the assists off); while no step got reward, with the current program's reward (the
+        mission's) unless the recorded steps contradict it where the rule model's own ("no
+        step completes it yet") is right."""
         if not (self.config.rule_model and evaluator.schema is not None):
             return None
         program = rule_program(self.data)
         if self.program is not None and not any(t["reward"] > 0 for t in self.data):
-            program = with_reward(program, self.program) or program  # the mission's reward
+            mission = with_reward(program, self.program)  # the mission's reward
+            if mission is not None:
+                # kept unless it says that recorded steps completed the mission (none did)
+                # where the rule model's "no step completes it" is right: a reward that every
+                # step earns leaves the planner nothing to look for, where none lets it explore
+                checked = evaluator.check(mission)
+                if checked.reward_correct >= checked.n:
+                    return mission, evaluator.evaluation(checked)
+                own = evaluator.check(program)
+                return ((mission, evaluator.evaluation(checked))
+                        if checked.reward_correct >= own.reward_correct
+                        else (program, evaluator.evaluation(own)))
         return program, evaluator.evaluate(program)
 
     def _adopt(self, rules: tuple[str, ProgramEvaluation], evaluator: AgentEvaluator) -> None:

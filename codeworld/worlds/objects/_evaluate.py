@@ -218,7 +218,10 @@ class AgentEvaluator(Evaluator):
 
     def evaluate(self, program: str) -> ProgramEvaluation:
         """The `ProgramEvaluation` REx needs: score, whether buggy, and feedback for the next prompt."""
-        result = self.check(program)
+        return self.evaluation(self.check(program))
+
+    def evaluation(self, result: ModelCheck) -> ProgramEvaluation:
+        """`evaluate`'s answer for a program already checked (``result``: its `check`)."""
         score = result.score(self.optimism)
         return ProgramEvaluation(score, result.failed, self.feedback(result), None,
                                  {"check": result.to_json(), "score": score,
