@@ -20,6 +20,11 @@ state that the action ever changed:
   in a list of cells, holding an element of a list of dicts, that element's fields' values and
   their equality with the same field of a leaf that is a dict (the color of what is carried).
 
+Where actions each move things by one vector (up, down, left, right), an action may take the
+rules another learned, with its own step written in place of the other's, where they are right
+on at least as many of its own transitions and on more of all of them (`_borrow`): a push the
+data showed going up but never right.
+
 The reward and done are learned the same way over the state after the step, once a recorded
 step got reward; before that the program's ``reward`` says no step completes a mission (the
 LLM writes it from the mission: `RewardPrompts`). The result is an ordinary program of the
