@@ -605,3 +605,32 @@ def test_a_push_seen_going_up_is_learned_for_a_move_right_that_never_pushed():
                                (0, 0, 1, 3, 3, 0, 2), "push"))
     assert "_put(new, [[" not in once
     assert explained(once, pushes)["state_correct"] > len(pushes) // 2
+
+
+def test_a_success_seen_on_one_layout_is_learned_as_boxes_on_targets_not_where_the_agent_stood():
+    # every recorded success put the box on its target with the agent on one cell: "the agent
+    # on neither of the other two cells it stood on" explains the reward as well as "every box
+    # on a target" and was learned first (tests of one leaf's value before relations), so the
+    # same pushes one row up were a success one step early; a position's value is tried after
+    # the relations now
+    walls = [[x, y] for x in range(7) for y in range(7) if x in (0, 6) or y in (0, 6)]
+
+    def episode(start: dict, actions) -> list[dict]:
+        data = []
+        for t in record(push_step, start, actions, "push every box onto a target"):
+            done = sorted(t["next_state"]["boxes"]) == sorted(t["next_state"]["targets"])
+            data.append({**t, "reward": float(done), "done": done})
+            if done:
+                break
+        return data
+
+    start = {"agent": [1, 3], "boxes": [[2, 3]], "targets": [[4, 3]], "walls": walls}
+    data = episode(start, (2, 3, 3)) * 3  # a bump into the wall, a push, the push home
+    assert sum(t["reward"] for t in data) == 3
+    assert {tuple(t["next_state"]["agent"]) for t in data if t["reward"]} == {(3, 3)}
+    program = rule_program(data)
+    elsewhere = episode({"agent": [1, 1], "boxes": [[2, 1]], "targets": [[4, 1]], "walls": walls},
+                        (3, 3))  # the same pushes one row up
+    assert elsewhere[-1]["reward"] == 1.0 and elsewhere[-1]["next_state"]["agent"] == [3, 1]
+    score = explained(program, elsewhere)
+    assert score["reward_correct"] == len(elsewhere), score["mismatches"]

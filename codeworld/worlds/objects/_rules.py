@@ -497,8 +497,11 @@ def _value_features(rows: list[dict], kinds: dict[Path, str], name: str, vectors
         if len(values) < 2 or len(values) > MAX_VALUES:
             continue
         for text, value in sorted(values.items()):
+            # a position's value (the agent on one cell) is tried after the relations: a
+            # success seen on one layout is the boxes on their targets, not where the agent stood
             out.append(Feature(f"{_get_code(path, name)} == {_literal(value)}",
-                               lambda r, p=path, t=text: _key(r.get(p)) == t))
+                               lambda r, p=path, t=text: _key(r.get(p)) == t,
+                               3 if kind == "vector" else 1))
     return out
 
 
