@@ -62,23 +62,23 @@ def play(level: str, seed: int, steps: int, episode_steps: int) -> list[dict]:
     return data
 
 
-def right(program: str, transitions: list[dict]) -> float:
-    """The share of ``transitions`` whose next state ``program``'s ``transition`` gives exactly
-    (the machine's own program, run here as the agent's checks run it in its sandbox)."""
-    space: dict = {}
-    exec(compile(program, "<rule model>", "exec"), space)  # noqa: S102 - written by learn_rules
-    hits = 0
-    for t in transitions:
-        try:
-            hits += space["transition"](copy.deepcopy(t["state"]), t["action"]) == t["next_state"]
-        except Exception:  # noqa: BLE001 - a rule that fails on a state is wrong there
-            pass
-    return hits / len(transitions)
+def right(sandbox, program: str, transitions: list[dict], n_actions: int) -> float:
+    """The share of ``transitions`` whose next state ``program`` gives exactly, checked as the
+    agent checks a model (`codeworld.worlds.objects._ops.op_evaluate`, in the sandbox)."""
+    from codeworld.worlds.objects._ops import op_evaluate
+
+    reply = sandbox.call(op_evaluate, timeout_s=600.0, source=program, transitions=transitions,
+                         starts=[], n_actions=n_actions)
+    if not reply.ok:
+        raise SystemExit(f"rule_model_learning.py: the rule model failed its check: {reply.message}")
+    return reply.value["state_correct"] / len(transitions)
 
 
-def measure(level: str, seed: int, sizes: list[int], episode_steps: int) -> dict:
+def measure(sandbox, level: str, seed: int, sizes: list[int], episode_steps: int) -> dict:
+    from codeworld.agent.envs import make_object_env
     from codeworld.worlds.objects._rules import learn_rules
 
+    n_actions = make_object_env(level).n_actions
     data = play(level, seed, max(sizes), episode_steps)
     held = play(level, 10_000 + seed, HELD_OUT, episode_steps)
     row: dict = {"level": level, "seed": seed, "held_out": len(held),
@@ -89,8 +89,8 @@ def measure(level: str, seed: int, sizes: list[int], episode_steps: int) -> dict
         borrowed = learn_rules(data[:n])
         seconds = time.perf_counter() - started
         own = learn_rules(data[:n], borrow=False)
-        row["sizes"][str(n)] = {"borrowed": right(borrowed.program(), held),
-                                "own": right(own.program(), held),
+        row["sizes"][str(n)] = {"borrowed": right(sandbox, borrowed.program(), held, n_actions),
+                                "own": right(sandbox, own.program(), held, n_actions),
                                 "actions_borrowing": sorted(borrowed.borrowed),
                                 "learn_seconds": round(seconds, 3)}
     return row
@@ -142,6 +142,7 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit("rule_model_learning.py: --seeds, --sizes and --episode-steps must be "
                          "at least 1")
     from codeworld.agent.envs import make_object_env
+    from codeworld.sandbox import Sandbox, SandboxLimits
 
     for level in args.levels:
         try:
@@ -163,19 +164,20 @@ def main(argv: list[str] | None = None) -> int:
                 k: meta[k] for k in ("sizes", "episode_steps")}:
             rows = old["rows"]
     done = {(r["level"], r["seed"]) for r in rows}
-    for level in args.levels:
-        for seed in range(args.seeds):
-            if (level, seed) in done:
-                continue
-            started = time.perf_counter()
-            row = measure(level, seed, sorted(args.sizes), args.episode_steps)
-            rows.append(row)
-            path.write_text(json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")
-            write_table(out, meta, rows)
-            best = row["sizes"][str(max(args.sizes))]
-            print(f"{level} seed {seed}: floor {row['floor']:.3f}, N={max(args.sizes)} borrowed "
-                  f"{best['borrowed']:.3f}, own {best['own']:.3f} "
-                  f"({time.perf_counter() - started:.0f} s)", flush=True)
+    with Sandbox(SandboxLimits(timeout_s=600.0)) as sandbox:
+        for level in args.levels:
+            for seed in range(args.seeds):
+                if (level, seed) in done:
+                    continue
+                started = time.perf_counter()
+                row = measure(sandbox, level, seed, sorted(args.sizes), args.episode_steps)
+                rows.append(row)
+                path.write_text(json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")
+                write_table(out, meta, rows)
+                best = row["sizes"][str(max(args.sizes))]
+                print(f"{level} seed {seed}: floor {row['floor']:.3f}, N={max(args.sizes)} "
+                      f"borrowed {best['borrowed']:.3f}, own {best['own']:.3f} "
+                      f"({time.perf_counter() - started:.0f} s)", flush=True)
     write_table(out, meta, rows)
     print(f"wrote {path} and {out.with_suffix('.md')}")
     return 0
