@@ -1,5 +1,6 @@
 """The agent's rule model alone (no LLM call): how much of a level's dynamics it predicts from how
-few transitions, with and without an action taking another's rules by its own step.
+few transitions, with and without an action taking another's rules (by its own step, or with
+what its name names).
 
 For each level and seed, a random policy plays episodes of the level (at most
 ``--episode-steps`` steps each) and records its transitions; the rule model
@@ -8,7 +9,9 @@ of ``--sizes``, and scored on transitions of other episodes (played at another s
 learned from): the share whose next state it predicts exactly, beside the do-nothing model's
 (state unchanged). ``borrowed`` is the model as the agent builds it (an action takes the rules of
 another that moves things by another vector, where they are right on its own transitions);
-``own`` learns each action from its own transitions alone.
+``own`` learns each action from its own transitions alone. Given the level's action names, as
+the agent gives them, an action may also take the rules of one whose name begins as its own and
+names another thing ("take apple" for "take potato").
 
     python benchmarks/rule_model_learning.py [--levels sokoban:turn minigrid:doorkey ...]
         [--seeds 5] [--sizes 25 50 100 200] [--out STEM]
@@ -34,7 +37,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # cwmb.py and worldcod
 
 LEVELS = ["sokoban:corridor", "sokoban:turn", "sokoban:gen:1", "sokoban:gen:2", "sokoban:gen:3",
           "minigrid:empty", "minigrid:doorkey", "minigrid:unlock", "household:place",
-          "household:heat"]
+          "household:examine", "household:clean", "household:heat", "household:cool",
+          "household:two"]
 HELD_OUT = 300  # transitions scored per level and seed
 
 
@@ -78,7 +82,9 @@ def measure(sandbox, level: str, seed: int, sizes: list[int], episode_steps: int
     from codeworld.agent.envs import make_object_env
     from codeworld.worlds.objects._rules import learn_rules
 
-    n_actions = make_object_env(level).n_actions
+    env = make_object_env(level)
+    n_actions, names = env.n_actions, tuple(env.action_names)
+    env.close()
     data = play(level, seed, max(sizes), episode_steps)
     held = play(level, 10_000 + seed, HELD_OUT, episode_steps)
     row: dict = {"level": level, "seed": seed, "held_out": len(held),
@@ -86,12 +92,13 @@ def measure(sandbox, level: str, seed: int, sizes: list[int], episode_steps: int
                  "sizes": {}}
     for n in sizes:
         started = time.perf_counter()
-        borrowed = learn_rules(data[:n])
+        borrowed = learn_rules(data[:n], names=names)
         seconds = time.perf_counter() - started
         own = learn_rules(data[:n], borrow=False)
         row["sizes"][str(n)] = {"borrowed": right(sandbox, borrowed.program(), held, n_actions),
                                 "own": right(sandbox, own.program(), held, n_actions),
                                 "actions_borrowing": sorted(borrowed.borrowed),
+                                "actions_by_name": sorted(borrowed.analogies),
                                 "learn_seconds": round(seconds, 3)}
     return row
 
@@ -107,8 +114,9 @@ def write_table(out: Path, meta: dict, rows: list[dict]) -> None:
              f"episodes of at most {meta['episode_steps']} steps; learned from the first N, "
              f"scored on {HELD_OUT} transitions of other episodes (another seed). Mean ± "
              "standard error over seeds; `borrowed`: as the agent builds it (an action may take "
-             "another's rules by its own step), `own`: each action from its own transitions "
-             "alone; floor: the do-nothing model (state unchanged).", "",
+             "another's rules by its own step, or, given the action names, those of an action "
+             "whose name names another thing: \"take apple\" for \"take potato\"), `own`: each "
+             "action from its own transitions alone; floor: the do-nothing model (state unchanged).", "",
              "| level | seeds | floor | " + " | ".join(f"N={n}: borrowed | own" for n in sizes)
              + " |",
              "|---|---:|---:|" + "---:|---:|" * len(sizes)]

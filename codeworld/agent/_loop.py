@@ -369,7 +369,7 @@ class WorldCoderAgent:
         step completes it yet") is right."""
         if not (self.config.rule_model and evaluator.schema is not None):
             return None
-        program = rule_program(self.data)
+        program = rule_program(self.data, evaluator.action_names)
         if self.program is not None and not any(t["reward"] > 0 for t in self.data):
             mission = with_reward(program, self.program)  # the mission's reward
             if mission is not None:

@@ -23,7 +23,11 @@ state that the action ever changed:
 Where actions each move things by one vector (up, down, left, right), an action may take the
 rules another learned, with its own step written in place of the other's, where they are right
 on at least as many of its own transitions and on more of all of them (`_borrow`): a push the
-data showed going up but never right.
+data showed going up but never right. Given the actions' names, an action whose name begins as
+another's and names another thing ("take potato", "take apple"; "go to drawer 1", "go to
+cabinet 1") may take that one's rules with the thing's name written as its own, under a test
+that the state names it (`_analogous`): where they are right on at least as many of its own
+transitions, and on an action never recorded, until it is.
 
 The reward and done are learned the same way over the state after the step, once a recorded
 step got reward; before that the program's ``reward`` says no step completes a mission (the
@@ -48,6 +52,7 @@ import ast
 import copy
 import itertools
 import json
+import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
@@ -337,6 +342,15 @@ def _put_down(items, item, keys, cell):
 
 def _eq(a, b):
     return a is not None and a == b
+
+
+def _names(state, text):
+    """Whether ``text`` is a key or a value anywhere in the state."""
+    if isinstance(state, dict):
+        return any(k == text or _names(v, text) for k, v in state.items())
+    if isinstance(state, list):
+        return any(_names(v, text) for v in state)
+    return state == text
 '''
 
 # the helpers, run here too: what a change or a feature computes is what its code computes
@@ -1011,6 +1025,9 @@ class RuleModel:
     # action -> (the action whose rules it takes, their code moved by its own vector): see
     # `_borrow`
     borrowed: dict[int, tuple[int, list[str]]] = field(default_factory=dict)
+    # action -> (the action whose rules it takes, their code with its name's part): see
+    # `_analogous`
+    analogies: dict[int, tuple[int, list[str]]] = field(default_factory=dict)
 
     def transition_code(self) -> str:
         lines = ["def transition(state, action):",
@@ -1018,11 +1035,14 @@ class RuleModel:
                  "    # state it changed, how, and under which condition",
                  "    new = copy.deepcopy(state)"]
         first = True
-        for action in sorted(self.transitions):
-            body = [line for rule in self.transitions[action] for line in rule.code(" " * 8)]
+        for action in sorted(set(self.transitions) | set(self.analogies)):
+            body = [line for rule in self.transitions.get(action, []) for line in rule.code(" " * 8)]
             if action in self.borrowed:
                 source, body = self.borrowed[action]
                 body = [f"        # as action {source} does, by this action's own step"] + body
+            elif action in self.analogies:
+                source, body = self.analogies[action]
+                body = [f"        # as action {source} does, on what this action's name names"] + body
             if not body:
                 continue
             lines.append(f"    {'if' if first else 'elif'} action == {action}:")
@@ -1074,9 +1094,12 @@ def _kinds(rows: list[dict]) -> dict[Path, str]:
     return {path: _kind(vs) for path, vs in values.items()}
 
 
-def learn_rules(transitions: list[dict], borrow: bool = True) -> RuleModel:
+def learn_rules(transitions: list[dict], borrow: bool = True,
+                names: tuple[str, ...] = ()) -> RuleModel:
     """Learn the rule model of ``transitions`` (see the module docstring); with ``borrow``, an
-    action may take the rules of another that moves things by another vector (`_borrow`)."""
+    action may take the rules of another that moves things by another vector (`_borrow`), and,
+    given the actions' ``names``, those of an action whose name differs in one part
+    (`_analogous`)."""
     every = leaves_of([t["state"] for t in transitions] + [t["next_state"] for t in transitions])
     befores, afters = every[:len(transitions)], every[len(transitions):]
     kinds = _kinds(befores + afters)
@@ -1123,8 +1146,10 @@ def learn_rules(transitions: list[dict], borrow: bool = True) -> RuleModel:
         model[action] = leaf_rules
     reward_changes, reward_rules, reward_default = _learn_reward(transitions, afters, kinds)
     borrowed = _borrow(model, steps, transitions, by_action) if borrow else {}
+    analogies = (_analogous(model, names, transitions, by_action, set(borrowed))
+                 if borrow and names else {})
     return RuleModel(model, reward_changes, reward_rules, reward_default, len(transitions), space,
-                     borrowed)
+                     borrowed, analogies)
 
 
 def _moved_by(lines: list[str], old: Any, new: Any) -> list[str]:
@@ -1206,6 +1231,104 @@ def _borrow(model: dict[int, list[LeafRule]], steps: dict[int, list[Any]],
     return borrowed
 
 
+def _name_span(a: str, b: str) -> tuple[str, str] | None:
+    """What two action names that begin alike name, each (``("cabinet 1", "drawer 2")`` for
+    "go to cabinet 1" and "go to drawer 2", ``("apple", "potato")`` for "take apple" and "take
+    potato"): the words after the ones they share; None where they share no first word or one
+    name is the other's beginning."""
+    x, y = a.split(), b.split()
+    head = 0
+    while head < min(len(x), len(y)) and x[head] == y[head]:
+        head += 1
+    if head == 0 or head >= min(len(x), len(y)):
+        return None
+    return " ".join(x[head:]), " ".join(y[head:])
+
+
+_LITERAL = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"")
+
+
+def _renamed(lines: list[str], old: str, new: str) -> list[str] | None:
+    """Code lines (of one action's body) with the word(s) ``old`` written as ``new`` inside
+    their string literals (and comments), under a test that the state names every string so
+    made (``_names``: a place or object the level lacks is not guessed at); None when no
+    literal holds ``old``."""
+    word = re.compile(rf"(?<![\w]){re.escape(old)}(?![\w])")
+    made: list[str] = []
+
+    def literal(match: re.Match) -> str:
+        text, n = word.subn(new, match.group(0))
+        if n and text not in made:
+            made.append(text)
+        return text
+
+    out = []
+    for line in lines:
+        if line.lstrip().startswith("#"):
+            out.append(word.sub(new, line))
+        else:
+            out.append(_LITERAL.sub(literal, line))
+    if not made:
+        return None
+    indent = lines[0][:len(lines[0]) - len(lines[0].lstrip())]
+    test = " and ".join(f"_names(state, {text})" for text in made)
+    return [f"{indent}if {test}:"] + ["    " + line for line in out]
+
+
+def _analogous(model: dict[int, list[LeafRule]], names: tuple[str, ...], transitions: list[dict],
+               by_action: dict[int, list[int]], taken: set[int]
+               ) -> dict[int, tuple[int, list[str]]]:
+    """Actions that take the rules of an action whose name begins as theirs and names another
+    thing.
+
+    "take apple" and "take potato", "go to cabinet 1" and "go to drawer 1": the rules one learned,
+    with what its name names written as the other's wherever a string in them holds it (the
+    object "apple 1" becomes "potato 1", the place "cabinet 1" becomes "drawer 1"; `_name_span`),
+    are a guess at the other's. Each learned action's rules are so carried to every action of the family
+    (names that differ from it in one part) and scored on all their recorded transitions; an
+    action takes those of the most right in all, where they are right on at least as many of its
+    own transitions as its own rules (on ties, its own). An action never recorded takes them too:
+    until it is tried, the analogy is all there is (and once tried, its transitions judge).
+    Actions in ``taken`` (that took rules by `_borrow`) are left as they are.
+    """
+    def body(action: int) -> list[str]:
+        return [line for rule in model[action] for line in rule.code(" " * 8)]
+
+    rows = {a: [transitions[i] for i in by_action.get(a, [])] for a in range(len(names))}
+    own = {a: (_right_on(body(a), a, rows[a]) if a in model else
+               sum(_canon(t["state"]) == _canon(t["next_state"]) for t in rows[a]))
+           for a in range(len(names)) if rows[a] or a in model}
+    sources = [a for a in sorted(model) if a < len(names) and body(a)]
+    carried: dict[tuple[int, int], list[str]] = {}
+    right: dict[tuple[int, int], int] = {}
+    for source in sources:
+        lines = body(source)
+        for action in range(len(names)):
+            if action == source or action in taken:
+                continue
+            span = _name_span(names[source], names[action])
+            moved = _renamed(lines, *span) if span else None
+            if moved is None:
+                continue
+            carried[(source, action)] = moved
+            right[(source, action)] = _right_on(moved, action, rows[action])
+    total = {s: own.get(s, 0) + sum(r for (src, _), r in right.items() if src == s)
+             for s in sources}
+    analogies: dict[int, tuple[int, list[str]]] = {}
+    for action in range(len(names)):
+        best = None
+        for source in sources:
+            if (source, action) not in carried or right[(source, action)] < own.get(action, 0):
+                continue
+            if action in model and total[source] <= total.get(action, own.get(action, 0)):
+                continue
+            if best is None or total[source] > total[best]:
+                best = source
+        if best is not None:
+            analogies[action] = (best, carried[(best, action)])
+    return analogies
+
+
 def _learn_reward(transitions: list[dict], afters: list[dict], kinds: dict[Path, str]
                   ) -> tuple[list[tuple[float, bool]], list[Rule], int]:
     """The reward's decision list over the state after the step (none before a success)."""
@@ -1219,9 +1342,10 @@ def _learn_reward(transitions: list[dict], afters: list[dict], kinds: dict[Path,
     return changes, rules, default
 
 
-def rule_program(transitions: list[dict]) -> str:
-    """The program of the rule model learned from ``transitions`` (`learn_rules`)."""
-    return learn_rules(transitions).program()
+def rule_program(transitions: list[dict], names: tuple[str, ...] = ()) -> str:
+    """The program of the rule model learned from ``transitions`` (`learn_rules`), given the
+    actions' ``names`` where known."""
+    return learn_rules(transitions, names=names).program()
 
 
 _HELPER_NAMES = {n.name for n in ast.parse(HELPERS).body if isinstance(n, ast.FunctionDef)}
