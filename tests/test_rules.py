@@ -701,3 +701,53 @@ def test_an_action_never_tried_takes_the_rules_of_one_whose_name_differs_in_one_
     tried = data + [{"state": lacking, "action": 2, "next_state": lacking, "reward": 0.0,
                      "done": False, "mission": "fetch"}]
     assert 2 not in learn_rules(tried, names=NAMED).analogies
+
+
+def test_a_change_at_the_key_a_leaf_names_is_learned_there_for_keys_never_seen_changed():
+    # "open" opened the shed and the barn, "put" put down the pear: each changed one entry of a
+    # dict, always at the key that a leaf held before the step ("at", "holding"), so they are
+    # learned there: opening the well, putting down the plum, never recorded, are predicted
+    names = NAMED + ("open", "put")
+    opened, put = len(NAMED), len(NAMED) + 1
+
+    def step(state: dict, action: int) -> dict:
+        if action < len(NAMED):
+            return errand_step(state, action)
+        new = {**state, "open": dict(state["open"]),
+               "objects": {k: dict(v) for k, v in state["objects"].items()}}
+        if action == opened and state["at"] is not None:
+            new["open"][state["at"]] = True
+        if action == put and state["holding"] is not None and state["at"] is not None:
+            new["objects"][state["holding"]]["in"] = state["at"]
+            new["holding"] = None
+        return new
+
+    places = {"shed 1": True, "barn 1": True, "well 1": True}
+    start = {"at": None, "holding": None, "places": places,
+             "open": {p: False for p in places},
+             "objects": {"pear 1": {"in": "barn 1"}, "plum 1": {"in": "well 1"}}}
+    data = record(step, start, (0, opened, 1, opened, 4, 0, put, 1, 4, put), "fetch")
+    assert {t["state"]["at"] for t in data if t["action"] == opened} == {"shed 1", "barn 1"}
+    assert {t["state"]["holding"] for t in data if t["action"] == put} == {"pear 1", None}
+    checks = []
+    for state, action in [({**start, "at": "well 1"}, opened), ({**start, "at": "shed 1"}, opened),
+                          ({**start, "at": "shed 1", "holding": "plum 1",
+                            "objects": {**start["objects"], "plum 1": {"in": None}}}, put)]:
+        checks.append({"state": state, "action": action, "next_state": step(state, action),
+                       "reward": 0.0, "done": False, "mission": "fetch"})
+    assert checks[0]["next_state"]["open"]["well 1"]
+    assert checks[2]["next_state"]["objects"]["plum 1"]["in"] == "shed 1"
+
+    def right(model) -> int:
+        with Sandbox(UNTIMED) as sandbox:
+            reply = sandbox.call(op_evaluate, timeout_s=UNTIMED_S, source=model.program(),
+                                 transitions=checks, starts=[], n_actions=len(names))
+        assert reply.ok, reply.message
+        return reply.value["state_correct"]
+
+    model = learn_rules(data, names=names)
+    program = model.program()
+    assert "_put(new, True, 'open', _get(state, 'at'))" in program
+    assert "'objects', _get(state, 'holding'), 'in')" in program
+    assert right(model) == len(checks)
+    assert right(learn_rules(data, names=names, keyed=False)) < len(checks)

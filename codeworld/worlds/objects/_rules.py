@@ -178,6 +178,21 @@ def _parts(path: Path) -> list[Path] | None:
     return [path[:-1] + (key,) for key in path[-1][1:].split(JOINT)]
 
 
+class KeyOf(str):
+    """A key of a path that is the value of a leaf of the state before the step (the open flag
+    of the place the agent is at, ``open[at]``): its code reads that leaf (`_keyed`)."""
+
+    leaf: Path
+
+    def __new__(cls, leaf: Path) -> KeyOf:
+        key = super().__new__(cls, "[" + ".".join(leaf) + "]")
+        key.leaf = leaf
+        return key
+
+    def __repr__(self) -> str:
+        return _get_code(self.leaf)
+
+
 def _get_code(path: Path, name: str = "state") -> str:
     parts = _parts(path)
     if parts is not None:
@@ -583,6 +598,48 @@ def _features(rows: list[dict], kinds: dict[Path, str], name: str, deltas: list[
 
 def _in_list(item: Any, items: Any) -> bool:
     return item is not None and isinstance(items, list) and item in items
+
+
+def _keyed(rows: list[tuple[dict, dict]], changed: list[Path]) -> list[tuple[Path, list[Path]]]:
+    """The leaves an action changes at a key that a leaf of the state before names: paths that
+    differ in one key (``open.fridge 1``, ``open.drawer 1``), of which each step changed at most
+    one, always the one at the key that one string leaf held (``at``). Each is learned as one
+    leaf, read and written there (``open[at]``: opened where the agent is, a place it may never
+    have opened), its path's key a `KeyOf`; returns (that path, the paths it stands for)."""
+    groups: dict[tuple[Path, Path], list[Path]] = defaultdict(list)
+    for path in changed:
+        for j in range(1, len(path)):
+            groups[(path[:j], path[j + 1:])].append(path)
+    out = []
+    used: set[Path] = set()
+    for (prefix, suffix), members in sorted(groups.items()):
+        if used & set(members):
+            continue
+        leaves: set[Path] | None = None
+        for before, after in rows:
+            moved = [m for m in members if _canon(after.get(m)) != _canon(before.get(m))]
+            if len(moved) > 1:
+                leaves = set()
+            if len(moved) != 1:
+                continue
+            key = moved[0][len(prefix)]
+            here = {p for p, v in before.items() if isinstance(v, str) and v == key}
+            leaves = here if leaves is None else leaves & here
+            if not leaves:
+                break
+        if leaves:
+            out.append((prefix + (KeyOf(min(leaves)),) + suffix, members))
+            used.update(members)
+    return out
+
+
+def _with_keyed(leaves: dict[Path, Any], before: dict[Path, Any], path: Path) -> dict[Path, Any]:
+    """The leaves with a `_keyed` path's value added, its key read in ``before`` (None where the
+    state has no such key)."""
+    i, key = next((i, k) for i, k in enumerate(path) if isinstance(k, KeyOf))
+    at = before.get(key.leaf)
+    return {**leaves, path: leaves.get(path[:i] + (at,) + path[i + 1:])
+            if isinstance(at, str) else None}
 
 
 def _informative(features: list[Feature], rows: list[dict]) -> tuple[list[Feature], list[list[bool]]]:
@@ -1095,11 +1152,12 @@ def _kinds(rows: list[dict]) -> dict[Path, str]:
 
 
 def learn_rules(transitions: list[dict], borrow: bool = True,
-                names: tuple[str, ...] = ()) -> RuleModel:
+                names: tuple[str, ...] = (), keyed: bool = True) -> RuleModel:
     """Learn the rule model of ``transitions`` (see the module docstring); with ``borrow``, an
     action may take the rules of another that moves things by another vector (`_borrow`), and,
     given the actions' ``names``, those of an action whose name differs in one part
-    (`_analogous`)."""
+    (`_analogous`); with ``keyed``, a leaf changed at a key that a leaf of the state names is
+    learned there (`_keyed`)."""
     every = leaves_of([t["state"] for t in transitions] + [t["next_state"] for t in transitions])
     befores, afters = every[:len(transitions)], every[len(transitions):]
     kinds = _kinds(befores + afters)
@@ -1127,13 +1185,19 @@ def learn_rules(transitions: list[dict], borrow: bool = True,
             j in changed and p in _parts(j) for j in joints)]
         if not changed:
             continue
+        here = kinds
+        if keyed:
+            for path, members in _keyed(rows, changed):
+                rows = [(_with_keyed(b, b, path), _with_keyed(a, b, path)) for b, a in rows]
+                here = {**here, path: _kind([b[path] for b, _ in rows] + [a[path] for _, a in rows])}
+                changed = [p for p in changed if p not in members] + [path]
         before_rows = [b for b, _ in rows]
-        features, columns = _features(before_rows, kinds, "state", deltas, vectors=False,
+        features, columns = _features(before_rows, here, "state", deltas, vectors=False,
                                       space=space)
         leaf_rules = []
         for path in changed:
             pairs = [(b, a.get(path)) for b, a in rows]
-            candidates = [_keep(path)] + _candidates(path, kinds[path], pairs, kinds, deltas, space)
+            candidates = [_keep(path)] + _candidates(path, here[path], pairs, here, deltas, space)
             chosen, labels = _cover(pairs, candidates)
             # label the keep change -1 (nothing written), the others by their index without it
             keep = next((k for k, c in enumerate(chosen) if c.code == ""), None)
