@@ -12,7 +12,10 @@ state that the action ever changed:
   cells (their position keys named like a position's): remove the element on a cell the state
   points at (a position plus its heading's step: the cell in front), or change some of its
   fields (set them, negate a boolean), or add a dict leaf there (what is put down); a leaf can
-  become that element, without its position (what is picked up);
+  become that element, without its position (what is picked up); the entries of a dict that
+  an action changes one at a time, always the one at the key a string leaf holds (the open flag
+  of the place the agent is at, the place of the object it holds), are one leaf read and
+  written at that key (``open[at]``, `_keyed`);
 * **the condition** under which each change happens, as a decision list (of single tests, or
   pairs of them where no single test is pure) over features computed from the state before the
   step: a leaf's value, the equality of two leaves, a vector plus another equal to a third, a
