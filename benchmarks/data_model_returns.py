@@ -79,6 +79,33 @@ def measure(env_id: str, seed: int, protocol: str, plan_seed: int) -> dict:
     return out
 
 
+def normalize_late(rows: list[dict]) -> None:
+    """Rows planned while the reference table had no oracle return for their env, normalized
+    now from the table's (their raw returns do not depend on it), where it has one since."""
+    from codeworld.envs import resolve_env
+    from codeworld.planning import evaluate
+    from codeworld.planning._protocol import default_config, find_reference, get_protocol
+    from codeworld.planning.evaluate import normalized_return, reference_key_of
+
+    for row in rows:
+        if "no_oracle" not in row or "data" not in row:
+            continue
+        spec = resolve_env(row["env_id"])
+        chosen = get_protocol(row["protocol"])
+        probe = evaluate(spec, config=default_config(spec, chosen.max_steps), seed=row["plan_seed"],
+                         policies=(), protocol=chosen.name)
+        entry = find_reference(reference_key_of("oracle", probe))
+        if entry is None:
+            continue
+        oracle = float(entry["stats"]["mean"])
+        for name in ("data", "do_nothing"):
+            plan = row[name]
+            plan["oracle"] = oracle
+            plan["normalized_return"] = normalized_return(plan["return"], plan["random"], oracle)
+        row["oracle_later"] = entry.get("commit")
+        del row["no_oracle"]
+
+
 def _mean(values: list) -> str:
     """Mean ± standard error over seeds, as the CWMB tables write it (`cwmb._pm`)."""
     from cwmb import _mean as mean, _pm, _stderr
@@ -89,7 +116,9 @@ def _mean(values: list) -> str:
 
 def markdown(rows: list[dict], meta: dict) -> str:
     lines = ["# The data model alone: held out and planned", "",
-             f"Command: `{meta['command']}`; code at {meta['commit']}, {meta['finished_at']}, "
+             f"Command: `{meta['command']}`; code at {meta['commit']}"
+             + (f" (rows kept from a run at {meta['kept_from']})" if meta.get("kept_from") else "")
+             + f", {meta['finished_at']}, "
              f"{meta['machine']}. No LLM call: each split seed's data model (the program the "
              "machine writes from the training episodes before a search's first call), scored on "
              "the held-out episodes (sound rule) beside the do-nothing floor, and planned under "
@@ -124,6 +153,10 @@ def markdown(rows: list[dict], meta: dict) -> str:
             f"| {_mean([r['do_nothing']['normalized_return'] for r in planned]) if planned else ''} "
             f"| {raw('data')} / {raw('do_nothing')} / {raw('data', 'random')} / {raw('data', 'oracle')} "
             f"| {'/'.join(kinds)}: `{text[:90]}{'...' if len(text) > 90 else ''}` (seed {members[0]['seed']}) |")
+    later = sorted({f"{r['env_id']} (oracle at {r['oracle_later']})" for r in rows if r.get("oracle_later")})
+    if later:
+        lines += ["", "Planned before the reference table had their oracle's return, normalized "
+                  "since from the table's: " + ", ".join(later) + "."]
     if skipped:
         lines += ["", "Not planned, or not normalized:", ""] + skipped
     return "\n".join(lines) + "\n"
@@ -162,6 +195,9 @@ def main(argv: list[str] | None = None) -> int:
     meta = {"command": "python benchmarks/data_model_returns.py " + " ".join(argv if argv is not None else sys.argv[1:]),
             "commit": code_version(), "machine": f"{platform.machine()}, Python {platform.python_version()}",
             **settings}
+    if rows and kept.get("meta", {}).get("commit") not in (None, meta["commit"]):
+        # the rows kept from an earlier run were measured by its code
+        meta["kept_from"] = kept["meta"].get("kept_from") or kept["meta"]["commit"]
     for env in envs:
         env_id = env if isinstance(env, str) else env.env_id
         for seed in range(args.seeds):
@@ -181,6 +217,7 @@ def main(argv: list[str] | None = None) -> int:
             meta["finished_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
             path.write_text(json.dumps({"meta": meta, "rows": rows}, indent=2) + "\n", encoding="utf-8")
     meta["finished_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    normalize_late(rows)
     text = markdown(rows, meta)
     stem.with_suffix(".md").write_text(text, encoding="utf-8")
     path.write_text(json.dumps({"meta": meta, "rows": rows}, indent=2) + "\n", encoding="utf-8")

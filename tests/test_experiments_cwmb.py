@@ -320,3 +320,41 @@ def test_group_means_carry_their_spread_over_seeds_and_calls_by_outcome():
     groups = next(line for line in text.splitlines() if line.startswith("| gif-mcts | discrete |"))
     assert f"| {summary['groups']['gif-mcts']['discrete']['accuracy_sound']:.3f} ± 0.050 |" in groups
 
+
+
+def test_data_model_returns_normalizes_a_row_planned_before_its_oracle_was_in_the_table(
+        tmp_path, monkeypatch):
+    """benchmarks/data_model_returns.py keeps the rows of an earlier run; one planned while the
+    reference table had no oracle return for its env is normalized from the table's once it has
+    one (its raw returns do not depend on the oracle), and the table says so."""
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    spec = importlib.util.spec_from_file_location("dmr", ROOT / "benchmarks" / "data_model_returns.py")
+    dmr = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(dmr)
+    from codeworld.envs import resolve_env
+    from codeworld.planning import evaluate
+    from codeworld.planning.evaluate import ReturnStats, reference_key_of
+    from codeworld.planning._protocol import store_reference
+
+    table = tmp_path / "reference.json"
+    monkeypatch.setenv("CODEWORLD_REFERENCE_RETURNS", str(table))
+    row = {"env_id": "Pendulum-v1", "seed": 0, "protocol": "short", "plan_seed": 0,
+           "heldout": 0.9, "floor": 0.3, "reward": {"kind": "formula", "text": "x"},
+           "no_oracle": "no oracle return",
+           "data": {"normalized_return": None, "return": -500.0, "random": -1000.0, "oracle": None},
+           "do_nothing": {"normalized_return": None, "return": -1000.0, "random": -1000.0,
+                          "oracle": None}}
+    dmr.normalize_late([row])
+    assert "no_oracle" in row and row["data"]["normalized_return"] is None  # none in the table
+    env = resolve_env("Pendulum-v1")
+    probe = evaluate(env, seed=0, policies=(), protocol="short")
+    stats = ReturnStats("oracle", returns=[-200.0] * 3, lengths=[100] * 3).to_dict()
+    store_reference(reference_key_of("oracle", probe), stats, {"protocol": "short", "commit": "abc"},
+                    env, table)
+    dmr.normalize_late([row])
+    assert "no_oracle" not in row and row["oracle_later"] == "abc"
+    assert row["data"]["normalized_return"] == pytest.approx(500.0 / 800.0)
+    assert row["do_nothing"]["normalized_return"] == pytest.approx(0.0)
+    text = dmr.markdown([row], {"command": "c", "commit": "x", "finished_at": "t", "machine": "m",
+                                "protocol": "short", "plan_seed": 0})
+    assert "| 0.625 |" in text and "normalized since from the table's: Pendulum-v1 (oracle at abc)" in text
