@@ -30,7 +30,7 @@ data showed going up but never right. Given the actions' names, an action whose 
 another's and names another thing ("take potato", "take apple"; "go to drawer 1", "go to
 cabinet 1") may take that one's rules with the thing's name written as its own, under a test
 that the state names it (`_analogous`): where they are right on at least as many of its own
-transitions, and on an action never recorded, until it is.
+transitions (an action never recorded is the explorer's to try).
 
 The reward and done are learned the same way over the state after the step, once a recorded
 step got reward; before that the program's ``reward`` says no step completes a mission (the
@@ -1354,9 +1354,11 @@ def _analogous(model: dict[int, list[LeafRule]], names: tuple[str, ...], transit
     are a guess at the other's. Each learned action's rules are so carried to every action of the family
     (names that differ from it in one part) and scored on all their recorded transitions; an
     action takes those of the most right in all, where they are right on at least as many of its
-    own transitions as its own rules (on ties, its own). An action never recorded takes them too:
-    until it is tried, the analogy is all there is (and once tried, its transitions judge).
-    Actions in ``taken`` (that took rules by `_borrow`) are left as they are.
+    own transitions as its own rules (on ties, its own): "take potato", tried only where no
+    potato was, takes "take apple"'s rules and with them the pick-up it never made. An action
+    never recorded takes none: it is the explorer's to try (predicted by analogy, every untried
+    move would be a guess the planner chains, and its search would grow with each). Actions in
+    ``taken`` (that took rules by `_borrow`) are left as they are.
     """
     def body(action: int) -> list[str]:
         return [line for rule in model[action] for line in rule.code(" " * 8)]
@@ -1371,7 +1373,7 @@ def _analogous(model: dict[int, list[LeafRule]], names: tuple[str, ...], transit
     for source in sources:
         lines = body(source)
         for action in range(len(names)):
-            if action == source or action in taken:
+            if action == source or action in taken or not rows[action]:
                 continue
             span = _name_span(names[source], names[action])
             moved = _renamed(lines, *span) if span else None
