@@ -623,7 +623,8 @@ def _keyed(rows: list[tuple[dict, dict]], changed: list[Path]) -> list[tuple[Pat
             moved = [m for m in members if _canon(after.get(m)) != _canon(before.get(m))]
             if len(moved) > 1:
                 leaves = set()
-            if len(moved) != 1:
+                break
+            if not moved:
                 continue
             key = moved[0][len(prefix)]
             here = {p for p, v in before.items() if isinstance(v, str) and v == key}
@@ -1251,6 +1252,36 @@ def _right_on(body: list[str], action: int, transitions: list[dict]) -> int:
     return right
 
 
+def _body(model: dict[int, list[LeafRule]], action: int) -> list[str]:
+    """The code of one action's rules, as `RuleModel.transition_code` indents it."""
+    return [line for rule in model[action] for line in rule.code(" " * 8)]
+
+
+def _takers(actions: list[int], carried: dict[tuple[int, int], list[str]],
+            right: dict[tuple[int, int], int], own: dict[int, int], total: dict[int, int],
+            learned: set[int]) -> dict[int, tuple[int, list[str]]]:
+    """Which action takes whose rules, of those ``carried`` to it ((source, action) -> code):
+    those right on the most of all their transitions (``total``), where they are right on at
+    least as many of its own transitions (``right``) as its own rules (``own``), and, for an
+    action with rules of its own (``learned``), on more of all than its own (on ties, its own)."""
+    out: dict[int, tuple[int, list[str]]] = {}
+    sources = sorted({source for source, _ in carried})
+    for action in sorted(actions):
+        best = None
+        for source in sources:
+            if source == action or (source, action) not in carried:
+                continue
+            if right[(source, action)] < max(own.get(action, 0), 0):
+                continue
+            if action in learned and total[source] <= total.get(action, own.get(action, 0)):
+                continue
+            if best is None or total[source] > total[best]:
+                best = source
+        if best is not None:
+            out[action] = (best, carried[(best, action)])
+    return out
+
+
 def _borrow(model: dict[int, list[LeafRule]], steps: dict[int, list[Any]],
             transitions: list[dict], by_action: dict[int, list[int]]
             ) -> dict[int, tuple[int, list[str]]]:
@@ -1265,16 +1296,13 @@ def _borrow(model: dict[int, list[LeafRule]], steps: dict[int, list[Any]],
     (on ties, its own). Rules that read a heading (the step a table gives for a direction) are
     not moved.
     """
-    def body(action: int) -> list[str]:
-        return [line for rule in model[action] for line in rule.code(" " * 8)]
-
     single = {a: d[0] for a, d in steps.items()
               if a in model and len(d) == 1 and isinstance(d[0], list)}
     rows = {a: [transitions[i] for i in by_action[a]] for a in single}
     right: dict[tuple[int, int], int] = {}  # (whose rules, on whose transitions) -> rows right
     moved: dict[tuple[int, int], list[str]] = {}
     for source, other in single.items():
-        lines = body(source)
+        lines = _body(model, source)
         if any("_ahead(" in line for line in lines):
             right.update({(source, a): -1 for a in single if a != source})
             right[(source, source)] = _right_on(lines, source, rows[source])
@@ -1286,16 +1314,8 @@ def _borrow(model: dict[int, list[LeafRule]], steps: dict[int, list[Any]],
             moved[(source, action)] = lines if action == source else _moved_by(lines, other, step)
             right[(source, action)] = _right_on(moved[(source, action)], action, rows[action])
     total = {s: sum(max(right[(s, a)], 0) for a in single) for s in single}
-    borrowed: dict[int, tuple[int, list[str]]] = {}
-    for action in sorted(single):
-        best = (total[action], action)
-        for source in sorted(single):
-            if (source != action and right[(source, action)] >= max(right[(action, action)], 0)
-                    and total[source] > best[0]):
-                best = (total[source], source)
-        if best[1] != action:
-            borrowed[action] = (best[1], moved[(best[1], action)])
-    return borrowed
+    own = {a: right[(a, a)] for a in single}
+    return _takers(list(single), moved, right, own, total, set(single))
 
 
 def _name_span(a: str, b: str) -> tuple[str, str] | None:
@@ -1360,42 +1380,26 @@ def _analogous(model: dict[int, list[LeafRule]], names: tuple[str, ...], transit
     move would be a guess the planner chains, and its search would grow with each). Actions in
     ``taken`` (that took rules by `_borrow`) are left as they are.
     """
-    def body(action: int) -> list[str]:
-        return [line for rule in model[action] for line in rule.code(" " * 8)]
-
     rows = {a: [transitions[i] for i in by_action.get(a, [])] for a in range(len(names))}
-    own = {a: (_right_on(body(a), a, rows[a]) if a in model else
-               sum(_canon(t["state"]) == _canon(t["next_state"]) for t in rows[a]))
-           for a in range(len(names)) if rows[a] or a in model}
-    sources = [a for a in sorted(model) if a < len(names) and body(a)]
+    tried = [a for a in range(len(names)) if rows[a]]
+    own = {a: (_right_on(_body(model, a), a, rows[a]) if a in model else
+               sum(_canon(t["state"]) == _canon(t["next_state"]) for t in rows[a])) for a in tried}
+    sources = [a for a in sorted(model) if a < len(names) and _body(model, a)]
     carried: dict[tuple[int, int], list[str]] = {}
     right: dict[tuple[int, int], int] = {}
     for source in sources:
-        lines = body(source)
-        for action in range(len(names)):
-            if action == source or action in taken or not rows[action]:
+        lines = _body(model, source)
+        for action in tried:
+            if action == source or action in taken:
                 continue
             span = _name_span(names[source], names[action])
             moved = _renamed(lines, *span) if span else None
-            if moved is None:
-                continue
-            carried[(source, action)] = moved
-            right[(source, action)] = _right_on(moved, action, rows[action])
+            if moved is not None:
+                carried[(source, action)] = moved
+                right[(source, action)] = _right_on(moved, action, rows[action])
     total = {s: own.get(s, 0) + sum(r for (src, _), r in right.items() if src == s)
              for s in sources}
-    analogies: dict[int, tuple[int, list[str]]] = {}
-    for action in range(len(names)):
-        best = None
-        for source in sources:
-            if (source, action) not in carried or right[(source, action)] < own.get(action, 0):
-                continue
-            if action in model and total[source] <= total.get(action, own.get(action, 0)):
-                continue
-            if best is None or total[source] > total[best]:
-                best = source
-        if best is not None:
-            analogies[action] = (best, carried[(best, action)])
-    return analogies
+    return _takers(tried, carried, right, own, total, set(model))
 
 
 def _learn_reward(transitions: list[dict], afters: list[dict], kinds: dict[Path, str]
