@@ -83,18 +83,17 @@ def normalize_late(rows: list[dict]) -> None:
     """Rows planned while the reference table had no oracle return for their env, normalized
     now from the table's (their raw returns do not depend on it), where it has one since."""
     from codeworld.envs import resolve_env
-    from codeworld.planning import evaluate
-    from codeworld.planning._protocol import default_config, find_reference, get_protocol
-    from codeworld.planning.evaluate import normalized_return, reference_key_of
+    from codeworld.experiments._cwmb_job import reference_entry
+    from codeworld.planning._protocol import default_config, get_protocol
+    from codeworld.planning.evaluate import normalized_return
 
     for row in rows:
         if "no_oracle" not in row or "data" not in row:
             continue
         spec = resolve_env(row["env_id"])
         chosen = get_protocol(row["protocol"])
-        probe = evaluate(spec, config=default_config(spec, chosen.max_steps), seed=row["plan_seed"],
-                         policies=(), protocol=chosen.name)
-        entry = find_reference(reference_key_of("oracle", probe))
+        entry = reference_entry(spec, "oracle", chosen.name, row["plan_seed"],
+                                default_config(spec, chosen.max_steps))
         if entry is None:
             continue
         oracle = float(entry["stats"]["mean"])

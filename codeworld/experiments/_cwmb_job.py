@@ -228,18 +228,25 @@ def floor_program(env: EnvSpec | str) -> str:
     return build_scaffold(resolve_env(env)).skeleton()
 
 
-def missing_references(spec: EnvSpec, protocol: str, seed: int,
-                       config: object | None = None) -> list[str]:
-    """The policies (``random``, ``oracle``) whose returns under `protocol` for `seed` the
-    reference table does not hold (the oracle only where the env has one). `config`: a registered
-    planner's config (None: the env's default)."""
+def reference_entry(spec: EnvSpec, policy: str, protocol: str, seed: int,
+                    config: object | None = None) -> dict | None:
+    """The reference table's entry of `policy`'s returns under `protocol` for `seed`, or None.
+    `config`: a registered planner's config (None: the env's default)."""
     from codeworld.planning import evaluate
     from codeworld.planning.evaluate import reference_key_of
     from codeworld.planning._protocol import find_reference
 
     probe = evaluate(spec, config=config, seed=seed, policies=(), protocol=protocol)
+    return find_reference(reference_key_of(policy, probe))
+
+
+def missing_references(spec: EnvSpec, protocol: str, seed: int,
+                       config: object | None = None) -> list[str]:
+    """The policies (``random``, ``oracle``) whose returns under `protocol` for `seed` the
+    reference table does not hold (the oracle only where the env has one). `config`: a registered
+    planner's config (None: the env's default)."""
     policies = ("random", "oracle") if spec.has_oracle else ("random",)
-    return [p for p in policies if find_reference(reference_key_of(p, probe)) is None]
+    return [p for p in policies if reference_entry(spec, p, protocol, seed, config) is None]
 
 
 def replan_job(record: dict, protocol: str, workdir: str | Path | None = None,
