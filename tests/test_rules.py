@@ -15,7 +15,7 @@ from codeworld.sandbox import Sandbox, SandboxLimits
 from codeworld.synthesis.fakes import ScriptedLLM
 from codeworld.worlds.objects._ops import op_evaluate
 from codeworld.worlds.objects._rules import (NO_REWARD_YET, learn_rules, rule_program,
-                                             with_reward)
+                                             with_reward, written_reward)
 
 # No wall-clock limit here binds before pytest's own hang guard (``timeout = 300`` in
 # pyproject.toml): a sandbox request never times out first, so what a test asserts cannot depend
@@ -752,3 +752,83 @@ def test_a_change_at_the_key_a_leaf_names_is_learned_there_for_keys_never_seen_c
     assert "'objects', _get(state, 'holding'), 'in')" in program
     assert right(model) == len(checks)
     assert right(learn_rules(data, names=names, keyed=False)) < len(checks)
+
+
+CHORES = ("go to shed 1", "go to barn 1", "take pear", "put", "wash")
+
+
+def chore_step(state: dict, action: int) -> dict:
+    """Go to a place, take the pear, put what is held down here, wash what is held."""
+    new = {**state, "objects": {k: dict(v) for k, v in state["objects"].items()}}
+    held = state["holding"]
+    if action < 2:
+        new["at"] = CHORES[action][len("go to "):]
+    elif action == 2 and held is None and state["objects"]["pear 1"]["in"] == state["at"]:
+        new["holding"], new["objects"]["pear 1"]["in"] = "pear 1", None
+    elif action == 3 and held is not None:
+        new["holding"], new["objects"][held]["in"] = None, state["at"]
+    elif action == 4 and held is not None:
+        new["objects"][held]["washed"] = True
+    return new
+
+
+def chores(mission: str, done: Callable[[dict], bool], start_in: str, episodes: int, seed: int
+           ) -> list[dict]:
+    """Episodes of random chores under ``mission``, rewarded (and ended) where ``done``."""
+    rng = random.Random(seed)
+    data = []
+    for _ in range(episodes):
+        state = {"at": None, "holding": None,
+                 "objects": {"pear 1": {"in": start_in, "washed": False}}}
+        for _ in range(12):
+            action = rng.randrange(len(CHORES))
+            nxt = chore_step(state, action)
+            success = done(nxt)
+            data.append({"state": state, "action": action, "next_state": nxt,
+                         "reward": float(success), "done": success, "mission": mission})
+            if success:
+                break
+            state = nxt
+    return data
+
+
+def test_a_reward_one_mission_earned_is_not_taken_for_another_whose_steps_contradict_it():
+    # "put the pear in the shed" was completed, its pear starting in the barn; "put a washed pear
+    # in the shed" starts with the pear there, and no step completed it. One decision list for
+    # both said every step that left the pear in the shed completed the second too (the agent's
+    # planner then saw its goal everywhere, and every step was a contradiction); learned per
+    # mission, the second has no reward yet (the LLM writes it from the mission). A mission whose
+    # steps agree with the first's reward ("bring the pear to the shed") takes it
+    def in_shed(s: dict) -> bool:
+        return s["objects"]["pear 1"]["in"] == "shed 1"
+
+    place = chores("put the pear in the shed", in_shed, "barn 1", 40, seed=1)
+    washed = chores("put a washed pear in the shed",
+                    lambda s: in_shed(s) and s["objects"]["pear 1"]["washed"], "shed 1", 6, seed=2)
+    assert sum(t["reward"] for t in place) >= 3 and not any(t["reward"] for t in washed)
+    assert sum(in_shed(t["next_state"]) for t in washed) >= 10
+    data = place + washed
+    model = learn_rules(data, names=CHORES)
+    assert model.rewards("put the pear in the shed")
+    assert not model.rewards("put a washed pear in the shed")
+    program = model.program()
+    assert "mission == 'put the pear in the shed'" in program and not written_reward(program)
+    score = explained(program, data)
+    assert score["reward_correct"] == len(data), score["mismatches"]
+    # one list for all missions (as before): wrong on the washed pear's steps in the shed
+    together = learn_rules([{**t, "mission": "chores"} for t in data], names=CHORES)
+    assert explained(together.program(), data)["reward_correct"] < len(data)
+
+    # steps that never completed "bring the pear to the shed" agree with the first's reward,
+    # which it takes, and with only those two missions one list holds for both
+    bring = [t for t in chores("bring the pear to the shed", in_shed, "barn 1", 6, seed=3)
+             if not t["reward"]]
+    carried = learn_rules(place + bring, names=CHORES)
+    assert carried.reward_missions == [] and carried.rewards("bring the pear to the shed")
+    both = learn_rules(data + bring, names=CHORES)
+    assert both.rewards("bring the pear to the shed")
+    assert ("put the pear in the shed", "bring the pear to the shed") in [
+        missions for missions, _, _ in both.reward_missions]
+    late = {**place[-1], "mission": "bring the pear to the shed"}
+    assert late["reward"] == 1.0
+    assert explained(both.program(), [late])["reward_correct"] == 1

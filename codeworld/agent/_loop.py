@@ -36,7 +36,7 @@ from codeworld.synthesis._run_dir import AgentAccounting, AgentRunDir
 from codeworld.synthesis.types import ProgramEvaluation
 from codeworld.worlds.objects._evaluate import AgentEvaluator, ModelCheck
 from codeworld.worlds.objects._ops import op_evaluate, op_plan
-from codeworld.worlds.objects._rules import (RewardPrompts, rule_program, with_reward,
+from codeworld.worlds.objects._rules import (RewardPrompts, learn_rules, with_reward,
                                             written_reward)
 from codeworld.worlds.objects._states import (mission_parts, normalize_state, state_key,
                                              with_current_schema)
@@ -279,7 +279,7 @@ class WorldCoderAgent:
         world = make_world("objects", self._level(env, starts, missions), c.assists, None,
                            sandbox=self.sandbox, settings=self._settings())
         evaluator = world.evaluator
-        rules = self._rules(evaluator)
+        rules = self._rules(evaluator, mission)
         if rules is not None and self.data and rules[1].report.get("accepted"):  # no call
             self.program, self.failed_at = rules[0], None
             self.rewrite_count += 1
@@ -292,7 +292,7 @@ class WorldCoderAgent:
                          best=rules[1].score, run_dir=None)
             return True
         budget = min(c.rewrite_calls, c.max_llm_calls - result.llm_calls)
-        reward_only = rules is not None and not any(t["reward"] > 0 for t in self.data)
+        reward_only = rules is not None and not rules[2]
         if reward_only and written_reward(rules[0]):  # the data cannot yet tell it right from
             budget = min(budget, 1)                   # wrong: one more answer, not a search
         if budget <= 0:
@@ -362,28 +362,31 @@ class WorldCoderAgent:
         self.failed_at = None if accepted else len(self.data)
         return accepted
 
-    def _rules(self, evaluator: AgentEvaluator) -> tuple[str, ProgramEvaluation] | None:
+    def _rules(self, evaluator: AgentEvaluator, mission: str
+               ) -> tuple[str, ProgramEvaluation, bool] | None:
         """The rule model of all data (`codeworld.worlds.objects._rules`), checked (None with it
-        or the assists off); while no step got reward, with the current program's reward (the
-        mission's) unless the recorded steps contradict it where the rule model's own ("no
-        step completes it yet") is right."""
+        or the assists off), and whether it gives ``mission`` a learned reward; where it does
+        not (no recorded step completed it, nor one of a mission whose reward holds on its
+        steps), with the current program's reward (the mission's) unless the recorded steps
+        contradict it where the rule model's own ("no step completes it yet") is right."""
         if not (self.config.rule_model and evaluator.schema is not None):
             return None
-        program = rule_program(self.data, evaluator.action_names)
-        if self.program is not None and not any(t["reward"] > 0 for t in self.data):
-            mission = with_reward(program, self.program)  # the mission's reward
-            if mission is not None:
+        model = learn_rules(self.data, names=evaluator.action_names)
+        program, rewarded = model.program(), model.rewards(mission)
+        if self.program is not None and not rewarded:
+            taken = with_reward(program, self.program)  # the mission's reward
+            if taken is not None:
                 # kept unless it says that recorded steps completed the mission (none did)
                 # where the rule model's "no step completes it" is right: a reward that every
                 # step earns leaves the planner nothing to look for, where none lets it explore
-                checked = evaluator.check(mission)
+                checked = evaluator.check(taken)
                 if checked.reward_correct >= checked.n:
-                    return mission, evaluator.evaluation(checked)
+                    return taken, evaluator.evaluation(checked), rewarded
                 own = evaluator.check(program)
-                return ((mission, evaluator.evaluation(checked))
+                return ((taken, evaluator.evaluation(checked), rewarded)
                         if checked.reward_correct >= own.reward_correct
-                        else (program, evaluator.evaluation(own)))
-        return program, evaluator.evaluate(program)
+                        else (program, evaluator.evaluation(own), rewarded))
+        return program, evaluator.evaluate(program), rewarded
 
     def _adopt(self, rules: tuple[str, ProgramEvaluation], evaluator: AgentEvaluator) -> None:
         """The rule model replaces the current program where it scores higher (no LLM call)."""
@@ -395,7 +398,7 @@ class WorldCoderAgent:
         model of today's data takes the current program's place where it explains more of it
         (checked on the data alone: no plan)."""
         evaluator = self._evaluator(env, [])
-        rules = self._rules(evaluator)
+        rules = self._rules(evaluator, self.data[-1]["mission"] if self.data else "")
         if rules is not None and not rules[1].buggy:
             self._adopt(rules, evaluator)
 

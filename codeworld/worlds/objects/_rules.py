@@ -33,7 +33,8 @@ that the state names it (`_analogous`): where they are right on at least as many
 transitions (an action never recorded is the explorer's to try).
 
 The reward and done are learned the same way over the state after the step, once a recorded
-step got reward; before that the program's ``reward`` says no step completes a mission (the
+step got reward (per mission where one mission's successes contradict another's steps:
+`_mission_rewards`); before that the program's ``reward`` says no step completes a mission (the
 LLM writes it from the mission: `RewardPrompts`). The result is an ordinary program of the
 object world's contract (``transition``, ``reward``): the agent checks it in the sandbox like any
 other, and puts it in REx's pool. Nothing here names a level, a family or a kind of object:
@@ -247,14 +248,17 @@ def _literal(value: Any) -> str:
 
 # --------------------------------------------------------------- the generated program's helpers
 
-# the first line of the rule model's ``reward`` before any step got reward
-NO_REWARD_YET = "    # no recorded step has completed a mission yet\n"
+# what the rule model's ``reward`` says where no recorded step completed the mission: the
+# first line of it before any step got reward, and the last where other missions' did
+_UNREWARDED = "no recorded step has completed"
+NO_REWARD_YET = f"    # {_UNREWARDED} a mission yet\n"
+NO_REWARD_HERE = f"    # {_UNREWARDED} any other mission yet\n"
 
 
 def written_reward(program: str) -> bool:
-    """Whether a program's ``reward`` is not the rule model's one of before any success (the LLM
-    wrote it)."""
-    return f"def reward(state, action, next_state, mission):\n{NO_REWARD_YET}" not in program
+    """Whether a program's ``reward`` is not one of the rule model's that leave a mission without
+    reward (the LLM wrote it)."""
+    return f"# {_UNREWARDED} " not in _function(program, "reward")
 
 
 HELPERS = '''\
@@ -1074,6 +1078,9 @@ class RuleModel:
         reward_changes: the (reward, done) pairs the reward's decision list picks from.
         reward_rules, reward_default: the reward's decision list (over the next state).
         n: the transitions it was learned from.
+        reward_missions: where missions' successes differ (`_mission_rewards`), the reward's
+            decision list per group of missions, ``(missions, rules, default)``, in place of the
+            one list; a mission of none has no reward yet. Empty: the one list holds for all.
         space: the cells in front and the lists of dicts on cells the data shows (`Space`).
     """
 
@@ -1089,6 +1096,14 @@ class RuleModel:
     # action -> (the action whose rules it takes, their code with its name's part): see
     # `_analogous`
     analogies: dict[int, tuple[int, list[str]]] = field(default_factory=dict)
+    reward_missions: list[tuple[tuple[str, ...], list[Rule], int]] = field(default_factory=list)
+
+    def rewards(self, mission: str) -> bool:
+        """Whether ``reward`` gives ``mission`` a learned rule (else it says no step completes
+        it)."""
+        if self.reward_missions:
+            return any(mission in missions for missions, _, _ in self.reward_missions)
+        return bool(self.reward_changes)
 
     def transition_code(self) -> str:
         lines = ["def transition(state, action):",
@@ -1123,10 +1138,21 @@ class RuleModel:
             value, done = self.reward_changes[label]
             return f"return {float(value)!r}, {bool(done)!r}"
 
-        for i, rule in enumerate(self.reward_rules):
-            lines.append(f"    {'if' if i == 0 else 'elif'} {rule.condition()}:")
-            lines.append(f"        {result(rule.label)}")
-        lines.append(f"    {result(self.reward_default)}")
+        def listed(rules: list[Rule], default: int, indent: str) -> list[str]:
+            out = []
+            for i, rule in enumerate(rules):
+                out.append(f"{indent}{'if' if i == 0 else 'elif'} {rule.condition()}:")
+                out.append(f"{indent}    {result(rule.label)}")
+            return out + [f"{indent}{result(default)}"]
+
+        if not self.reward_missions:
+            return "\n".join(lines + listed(self.reward_rules, self.reward_default, "    ")) + "\n"
+        lines.append("    # learned per mission: the recorded successes of one contradict another's")
+        for missions, rules, default in self.reward_missions:
+            test = (f"mission == {missions[0]!r}" if len(missions) == 1
+                    else f"mission in {tuple(missions)!r}")
+            lines += [f"    if {test}:"] + listed(rules, default, "        ")
+        lines += [NO_REWARD_HERE.rstrip("\n"), "    return 0.0, False"]
         return "\n".join(lines) + "\n"
 
     def program(self) -> str:
@@ -1212,12 +1238,13 @@ def learn_rules(transitions: list[dict], borrow: bool = True,
             rules, default = decision_list(labels, features, columns)
             leaf_rules.append(LeafRule(path, writes, rules, default))
         model[action] = leaf_rules
-    reward_changes, reward_rules, reward_default = _learn_reward(transitions, afters, kinds)
+    reward_changes, reward_rules, reward_default, reward_missions = _learn_reward(
+        transitions, afters, kinds)
     borrowed = _borrow(model, steps, transitions, by_action) if borrow else {}
     analogies = (_analogous(model, names, transitions, by_action, set(borrowed))
                  if borrow and names else {})
     return RuleModel(model, reward_changes, reward_rules, reward_default, len(transitions), space,
-                     borrowed, analogies)
+                     borrowed, analogies, reward_missions)
 
 
 def _moved_by(lines: list[str], old: Any, new: Any) -> list[str]:
@@ -1403,16 +1430,64 @@ def _analogous(model: dict[int, list[LeafRule]], names: tuple[str, ...], transit
 
 
 def _learn_reward(transitions: list[dict], afters: list[dict], kinds: dict[Path, str]
-                  ) -> tuple[list[tuple[float, bool]], list[Rule], int]:
-    """The reward's decision list over the state after the step (none before a success)."""
+                  ) -> tuple[list[tuple[float, bool]], list[Rule], int,
+                             list[tuple[tuple[str, ...], list[Rule], int]]]:
+    """The reward's decision list over the state after the step (none before a success), and,
+    where missions' successes differ, one per group of missions (`_mission_rewards`)."""
     if not any(float(t["reward"]) > 0 for t in transitions):
-        return [], [], 0
+        return [], [], 0, []
     outcomes = [(float(t["reward"]), bool(t["done"])) for t in transitions]
     changes = sorted(set(outcomes), key=lambda o: (-outcomes.count(o), o))
     labels = [changes.index(o) for o in outcomes]
     features, columns = _features(afters, kinds, "next_state", [])
     rules, default = decision_list(labels, features, columns)
-    return changes, rules, default
+    missions = [str(t.get("mission", "")) for t in transitions]
+    rewarded = [float(t["reward"]) > 0 for t in transitions]
+    return changes, rules, default, _mission_rewards(missions, labels, rewarded, features, columns)
+
+
+def _mission_rewards(missions: list[str], labels: list[int], rewarded: list[bool],
+                     features: list[Feature], columns: list[list[bool]]
+                     ) -> list[tuple[tuple[str, ...], list[Rule], int]]:
+    """The reward per mission, where the successes of one mission contradict another's.
+
+    Each mission with a recorded success (``rewarded``) gets the decision list of its own
+    transitions. Where each of those is right on every transition of every other mission, one
+    list holds for all (returns empty: the successes of one level carry to the next that shares
+    its goal). Else each success's mission keeps its own, and a mission with no success takes
+    the first of them right on all its transitions (or none: no step completes it yet). A reward
+    learned on one mission ("the mug in the cabinet") is then not taken for another whose start
+    already shows it (put a clean mug there).
+    """
+    rows: dict[str, list[int]] = defaultdict(list)
+    for i, m in enumerate(missions):
+        rows[m].append(i)
+    if len(rows) < 2:
+        return []
+    x = np.array(columns, dtype=bool).reshape(len(features), len(labels))
+    index = {id(f): k for k, f in enumerate(features)}
+    succeeded = [m for m in rows if any(rewarded[i] for i in rows[m])]
+    own = {m: decision_list([labels[i] for i in rows[m]], features,
+                            [list(x[f, rows[m]]) for f in range(len(features))])
+           for m in succeeded}
+
+    def label(rules: list[Rule], default: int, i: int) -> int:
+        for rule in rules:
+            if all(x[index[id(f)], i] == polarity for f, polarity in rule.literals):
+                return rule.label
+        return default
+
+    def right_on(m: str, other: str) -> bool:
+        return all(label(*own[m], i) == labels[i] for i in rows[other])
+
+    if all(right_on(m, o) for m in succeeded for o in rows if o != m):
+        return []
+    groups = {m: [m] for m in succeeded}
+    for m in rows:
+        taken = None if m in groups else next((s for s in succeeded if right_on(s, m)), None)
+        if taken is not None:
+            groups[taken].append(m)
+    return [(tuple(groups[m]), *own[m]) for m in succeeded]
 
 
 def rule_program(transitions: list[dict], names: tuple[str, ...] = ()) -> str:
