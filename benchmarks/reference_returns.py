@@ -7,7 +7,8 @@ the planner config, the wall time and the machine), which `codeworld.planning.ev
 before its cache (`codeworld.planning._protocol`).
 
 The table is written after each environment and policy, and entries already in it are skipped, so
-a run can be stopped and started again. It is meant to run in the background at low priority:
+a run can be stopped and started again; within an environment, each finished episode is kept
+(beside codeworld's cache) and a stopped run starts again after the last one kept. It is meant to run in the background at low priority:
 
     nohup nice -n 10 .venv/bin/python benchmarks/reference_returns.py --envs continuous \\
         --protocol paper --threads 2 > /tmp/reference_returns.log 2>&1 &
@@ -72,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{env_id} {policy} seed {seed}: {protocol.episodes} episodes of up to {cap} steps ...",
                       flush=True)
                 result = evaluate(spec, config=config, seed=seed, policies=(policy,), protocol=protocol,
-                                  use_cache=False)
+                                  use_cache=False, resume=True)
                 stats = getattr(result, policy)
                 if not stats.ok:
                     print(f"  {stats.status}: {stats.message}", flush=True)

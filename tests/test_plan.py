@@ -236,6 +236,41 @@ def test_cached_oracle_results_ignore_the_thread_count(tmp_path, monkeypatch):
     assert again.oracle.returns == first.oracle.returns
 
 
+def test_an_oracle_run_stopped_mid_way_starts_again_after_its_last_finished_episode():
+    # a paper-protocol oracle runs for hours: a stop (a crash, a session's end) loses at most the
+    # episode it was in, and the result is the one an unbroken run gives
+    small = {"horizon": 4, "iterations": 1, "num_samples": 6, "num_elites": 2}
+    config = make_config("cem", **small)
+    whole = evaluate("Pendulum-v1", None, config, episodes=4, seed=3, max_steps=5,
+                     policies=("random", "oracle"), use_cache=False)
+
+    class Stop(Exception):
+        pass
+
+    def stop_in_third(policy, episode, step):
+        if episode == 2 and step == 3:
+            raise Stop
+
+    for policy in ("random", "oracle"):
+        with pytest.raises(Stop):
+            evaluate("Pendulum-v1", None, config, episodes=4, seed=3, max_steps=5,
+                     policies=(policy,), use_cache=False, resume=True, progress=stop_in_third)
+    seen = []
+    again = evaluate("Pendulum-v1", None, config, episodes=4, seed=3, max_steps=5,
+                     policies=("random", "oracle"), use_cache=False, resume=True,
+                     progress=lambda policy, episode, step: seen.append((policy, episode)))
+    assert sorted(set(seen)) == [(p, e) for p in ("oracle", "random") for e in (2, 3)]
+    assert again.random.returns == whole.random.returns
+    assert again.oracle.returns == whole.oracle.returns
+    assert again.oracle.lengths == whole.oracle.lengths == [5] * 4
+    assert again.oracle.model_steps == whole.oracle.model_steps
+    # finished: nothing kept, and without resume a run starts from the first episode
+    seen.clear()
+    evaluate("Pendulum-v1", None, config, episodes=4, seed=3, max_steps=5, policies=("oracle",),
+             use_cache=False, resume=True, progress=lambda policy, episode, step: seen.append(episode))
+    assert sorted(set(seen)) == [0, 1, 2, 3]
+
+
 def test_a_negative_thread_count_is_a_config_error():
     with pytest.raises(ValueError, match="threads"):
         make_config("cem", threads=-1)

@@ -180,14 +180,26 @@ class _Stop(Exception):
         self.status = status
 
 
+# Finished episodes kept so far (None: start from the first), and where to keep each one as it
+# finishes: a stopped run of the same policy, env, config, seed and step cap starts again after
+# them (`_cached`). Episode ``i`` depends only on ``seed + i``, so the result is the same.
+Checkpoint = tuple[ReturnStats | None, Callable[[ReturnStats], None] | None]
+NO_CHECKPOINT: Checkpoint = (None, None)
+
+
 def _run_episodes(policy: str, spec: EnvSpec, episodes: int, seed: int, max_steps: int | None,
                   decide: Callable[[Any, np.ndarray, int, int], list], on_episode: Callable[[int], None] | None,
-                  progress: Progress | None) -> ReturnStats:
+                  progress: Progress | None, checkpoint: Checkpoint = NO_CHECKPOINT) -> ReturnStats:
+    done, keep = checkpoint
     stats = ReturnStats(policy)
+    earlier = 0.0
+    if done is not None:
+        stats.returns, stats.lengths = list(done.returns), list(done.lengths)
+        stats.model_steps, earlier = done.model_steps, done.seconds
     begin = time.monotonic()
     env = spec.make()
     try:
-        for episode in range(episodes):
+        for episode in range(len(stats.returns), episodes):
             obs, _ = env.reset(seed=seed + episode)
             if on_episode is not None:
                 on_episode(episode)
@@ -208,14 +220,17 @@ def _run_episodes(policy: str, spec: EnvSpec, episodes: int, seed: int, max_step
                     break
             stats.returns.append(total)
             stats.lengths.append(t)
+            if keep is not None and len(stats.returns) < episodes:
+                stats.seconds = earlier + time.monotonic() - begin
+                keep(stats)
     finally:
         env.close()
-        stats.seconds = time.monotonic() - begin
+        stats.seconds = earlier + time.monotonic() - begin
     return stats
 
 
 def run_random(spec: EnvSpec, episodes: int = 10, seed: int = 0, max_steps: int | None = None,
-               progress: Progress | None = None) -> ReturnStats:
+               progress: Progress | None = None, checkpoint: Checkpoint = NO_CHECKPOINT) -> ReturnStats:
     """Returns of a uniformly random policy (the action space seeded per episode)."""
     spaces: dict = {}
 
@@ -228,11 +243,12 @@ def run_random(spec: EnvSpec, episodes: int = 10, seed: int = 0, max_steps: int 
             spaces["space"] = env.action_space
         return [spaces["space"].sample()]
 
-    return _run_episodes("random", spec, episodes, seed, max_steps, decide, on_episode, progress)
+    return _run_episodes("random", spec, episodes, seed, max_steps, decide, on_episode, progress,
+                         checkpoint)
 
 
 def run_oracle(spec: EnvSpec, config=None, episodes: int = 10, seed: int = 0, max_steps: int | None = None,
-               progress: Progress | None = None) -> ReturnStats:
+               progress: Progress | None = None, checkpoint: Checkpoint = NO_CHECKPOINT) -> ReturnStats:
     """Returns of the planner using the true simulator as its model (restored per simulated step)."""
     from codeworld.planning._oracle import OracleModel
 
@@ -248,10 +264,18 @@ def run_oracle(spec: EnvSpec, config=None, episodes: int = 10, seed: int = 0, ma
             actions = planner.act(access, oracle.state_of(env), decision_seed(seed, episode, t))
             return [spec.decode_action(a) for a in actions]
 
-        stats = _run_episodes("oracle", spec, episodes, seed, max_steps, decide, None, progress)
+        done, keep = checkpoint
+        before = done.model_steps if done is not None else 0
+
+        def kept(stats: ReturnStats) -> None:
+            stats.model_steps = before + oracle.steps
+            keep(stats)
+
+        stats = _run_episodes("oracle", spec, episodes, seed, max_steps, decide, None, progress,
+                              (done, kept if keep is not None else None))
     finally:
         oracle.close()
-    stats.model_steps = oracle.steps
+    stats.model_steps = before + oracle.steps
     return stats
 
 
@@ -355,8 +379,19 @@ def _stats_from(data: dict) -> ReturnStats:
     return stats
 
 
+def _write_json(path: Path, data: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".tmp{os.getpid()}")
+    tmp.write_text(json.dumps(data))
+    os.replace(tmp, path)
+
+
 def _cached(policy: str, spec: EnvSpec, config: dict | None, episodes: int, seed: int, max_steps: int | None,
-            use_cache: bool, compute: Callable[[], ReturnStats]) -> ReturnStats:
+            use_cache: bool, compute: Callable[[Checkpoint], ReturnStats], resume: bool = False
+            ) -> ReturnStats:
+    """The policy's returns from the reference table or the cache (with ``use_cache``), else
+    computed; with ``use_cache`` or ``resume``, each finished episode is kept on disk beside the
+    cache until the last, and a run stopped before it starts again after them."""
     from codeworld.envs.derive import safe_name
     from codeworld.planning._protocol import find_reference, reference_key
 
@@ -369,12 +404,19 @@ def _cached(policy: str, spec: EnvSpec, config: dict | None, episodes: int, seed
     path = cache_dir() / f"{safe_name(spec.env_id)}-{policy}-{key}.json"
     if use_cache and path.exists():
         return _stats_from(json.loads(path.read_text()))
-    stats = compute()
+    checkpoint = NO_CHECKPOINT
+    partial = path.with_name(path.stem + ".partial.json")
+    if use_cache or resume:
+        done = None
+        if partial.exists():
+            done = _stats_from(json.loads(partial.read_text()))
+            done.cached = False
+        checkpoint = (done, lambda stats: _write_json(partial, stats.to_dict()))
+    stats = compute(checkpoint)
     if use_cache and stats.ok:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".tmp{os.getpid()}")
-        tmp.write_text(json.dumps(stats.to_dict()))
-        os.replace(tmp, path)
+        _write_json(path, stats.to_dict())
+    if stats.ok:
+        partial.unlink(missing_ok=True)
     return stats
 
 
@@ -392,7 +434,7 @@ def evaluate(env: EnvSpec | str, source: str | None = None, config: Any = None, 
              max_steps: int | None = None, policies: tuple[str, ...] = POLICIES, use_cache: bool = True,
              decision_timeout_s: float = DEFAULT_DECISION_TIMEOUT_S, compile: bool = True,
              progress: Progress | None = None, protocol: str | Protocol | None = None,
-             skip_model_on_tie: bool = False) -> PlanEvaluation:
+             skip_model_on_tie: bool = False, resume: bool = False) -> PlanEvaluation:
     """Evaluate a code world model by the return its planner earns on the real environment.
 
     Args:
@@ -416,6 +458,9 @@ def evaluate(env: EnvSpec | str, source: str | None = None, config: Any = None, 
         skip_model_on_tie: do not plan with the model where the oracle and the random policy
             tie (`PlanEvaluation.references_tie`): its normalized return is undefined whatever
             it earns (a benchmark's time goes to the returns it can report).
+        resume: keep each finished random and oracle episode on disk (beside the cache) and
+            start a run stopped before its last again after them, also without `use_cache`
+            (always with it): hours of an oracle are not lost to a stop.
 
     Random and oracle returns come from the reference table when it holds them for this env,
     seed, config, episodes and step cap (with `use_cache`), else from the cache, else are run.
@@ -441,12 +486,14 @@ def evaluate(env: EnvSpec | str, source: str | None = None, config: Any = None, 
                             protocol=None if protocol is None else get_protocol(protocol).name)
     if "random" in policies:
         result.random = _cached("random", spec, None, episodes, seed, max_steps, use_cache,
-                                lambda: run_random(spec, episodes, seed, max_steps, progress))
+                                lambda kept: run_random(spec, episodes, seed, max_steps, progress,
+                                                        kept), resume)
     if "oracle" in policies:
         try:
             key_cfg = oracle_key_config(cfg)
             result.oracle = _cached("oracle", spec, key_cfg, episodes, seed, max_steps, use_cache,
-                                    lambda: run_oracle(spec, config, episodes, seed, max_steps, progress))
+                                    lambda kept: run_oracle(spec, config, episodes, seed, max_steps,
+                                                            progress, kept), resume)
         except OracleUnavailable as exc:
             result.oracle = ReturnStats("oracle", status="unavailable", message=str(exc))
     if "model" in policies:
