@@ -832,3 +832,59 @@ def test_a_reward_one_mission_earned_is_not_taken_for_another_whose_steps_contra
     late = {**place[-1], "mission": "bring the pear to the shed"}
     assert late["reward"] == 1.0
     assert explained(both.program(), [late])["reward_correct"] == 1
+
+
+class Chores:
+    """The chores world as a level: one mission, the pear starting in one place."""
+
+    n_actions = len(CHORES)
+    action_names = CHORES
+    description = ("A yard with a shed and a barn. The agent goes to a place, takes the pear where "
+                   "it lies, puts what it holds down where it is, washes what it holds.")
+    family = "chores"
+    max_steps = 12
+
+    def __init__(self, mission: str, done: Callable[[dict], bool], start_in: str):
+        self.mission, self.done, self.start_in, self.name = mission, done, start_in, mission
+        self.state: dict = {}
+
+    def reset(self, seed: int | None = None) -> tuple[dict, str]:
+        self.state = {"at": None, "holding": None,
+                      "objects": {"pear 1": {"in": self.start_in, "washed": False}}}
+        return self.state, self.mission
+
+    def step(self, action: int) -> tuple[dict, float, bool, bool]:
+        self.state = chore_step(self.state, action)
+        done = self.done(self.state)
+        return self.state, float(done), done, False
+
+    def close(self) -> None:
+        pass
+
+
+def test_after_transfer_a_reward_the_new_level_contradicts_gives_way_at_once_without_a_call():
+    # the last level's model rewards the pear in the shed; the new level's pear starts there and
+    # is to be washed first. Its steps contradict that reward, and with no call left the program
+    # stayed: its wrong goal was in reach from every start, which the optimism score rewarded
+    # over the rule model (right on every step, no reward in reach) until half the data
+    # contradicted it. The rule model, whose reward explains more steps, takes its place
+    def in_shed(s: dict) -> bool:
+        return s["objects"]["pear 1"]["in"] == "shed 1"
+
+    place = chores("put the pear in the shed", in_shed, "barn 1", 40, seed=1)
+    washed = Chores("put a washed pear in the shed",
+                    lambda s: in_shed(s) and s["objects"]["pear 1"]["washed"], "shed 1")
+    state, mission = washed.reset()
+    steps = record(chore_step, state, (1, 0), mission)  # to the barn and back: no success
+    config = AgentConfig(epsilon=0.0, max_llm_calls=0, eval_timeout_s=UNTIMED_S,
+                         plan_max_nodes=300, plan_max_depth=12)
+    with WorldCoderAgent(ScriptedLLM([]), config, limits=UNTIMED) as agent:
+        agent.data, agent.family = place + steps, Chores.family
+        agent.program = before = rule_program(place, CHORES)
+        assert "_get(next_state, 'objects', 'pear 1', 'in') == 'shed 1'" in before
+        assert agent.check(washed, []).correct == len(place)  # wrong on both new steps
+        agent.rewrite(washed, LevelResult(washed.name), [{"state": state, "mission": mission}],
+                      mission, "contradicted by a new transition")
+        assert agent.program != before
+        assert "if mission == 'put the pear in the shed':" in agent.program
+        assert agent.check(washed, []).correct == len(agent.data)

@@ -311,7 +311,7 @@ class WorldCoderAgent:
             search.seed_program(self.program, current.score, current.buggy, current.feedback)
         if rules is not None:  # in the pool, and the parent when it explains more
             search.seed_program(rules[0], rules[1].score, rules[1].buggy, rules[1].feedback)
-            if not rules[1].buggy and rules[1].score > current_score:
+            if not rules[1].buggy and (self.program is None or _explains_more(rules[1], current)):
                 self.program, current_score = rules[0], rules[1].score
         if reward_only:  # the data shows no reward yet: the calls write it from the mission
             world.prompts = RewardPrompts(world.prompts.context, rules[0])
@@ -389,8 +389,9 @@ class WorldCoderAgent:
         return program, evaluator.evaluate(program), rewarded
 
     def _adopt(self, rules: tuple[str, ProgramEvaluation], evaluator: AgentEvaluator) -> None:
-        """The rule model replaces the current program where it scores higher (no LLM call)."""
-        if self.program is None or rules[1].score > evaluator.evaluate(self.program).score:
+        """The rule model replaces the current program where it scores higher, or explains all
+        data where the current does not (no LLM call; `_explains_more`)."""
+        if self.program is None or _explains_more(rules[1], evaluator.evaluate(self.program)):
             self.program = rules[0]
 
     def refit(self, env: ObjectEnv) -> None:
@@ -592,6 +593,25 @@ class WorldCoderAgent:
     def _save_summary(self) -> None:
         self.agent_dir.save_accounting(AgentAccounting(asdict(self.config),
                                                        tuple(summary_row(r) for r in self.results)))
+
+
+def _explains_more(rules: ProgramEvaluation, current: ProgramEvaluation) -> bool:
+    """Whether the rule model should take the current program's place: it scores higher, or its
+    reward is right on more recorded steps and it explains at least as many of them. Under
+    optimism the score halves a model whose planner reaches no reward, so a program whose reward
+    the data contradicts, its wrong goal in reach (an earlier mission's, true in the new level's
+    start state), outscored the rule model until half the data contradicted it."""
+    if rules.score > current.score:
+        return True
+    if rules.buggy or current.buggy:
+        return not rules.buggy and current.buggy
+    mine, theirs = _checked(rules), _checked(current)
+    return (mine.get("reward_correct", 0) > theirs.get("reward_correct", 0)
+            and mine.get("correct", 0) >= theirs.get("correct", 0))
+
+
+def _checked(evaluation: ProgramEvaluation) -> dict:
+    return (evaluation.report or {}).get("check") or {}
 
 
 def summary_row(result: LevelResult) -> dict:

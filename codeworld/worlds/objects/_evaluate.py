@@ -87,7 +87,8 @@ class ModelCheck:
 
     def to_json(self) -> dict:
         return {"status": self.status, "message": self.message, "n": self.n,
-                "correct": self.correct, "reached": self.reached, "error": self.error,
+                "correct": self.correct, "state_correct": self.state_correct,
+                "reward_correct": self.reward_correct, "reached": self.reached, "error": self.error,
                 "plans": [{k: p.get(k) for k in ("found", "actions", "expanded", "limit_hit")}
                           for p in self.plans]}
 
