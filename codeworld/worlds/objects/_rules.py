@@ -263,6 +263,15 @@ def written_reward(program: str) -> bool:
 
 HELPERS = '''\
 import copy
+import marshal
+
+
+def _copy(state):
+    """A deep copy of a state of plain values (in C; each list and dict its own)."""
+    try:
+        return marshal.loads(marshal.dumps(state, 2))
+    except ValueError:
+        return copy.deepcopy(state)
 
 
 def _get(state, *path):
@@ -1109,7 +1118,7 @@ class RuleModel:
         lines = ["def transition(state, action):",
                  f"    # learned from {self.n} recorded transitions: per action, each part of the",
                  "    # state it changed, how, and under which condition",
-                 "    new = copy.deepcopy(state)"]
+                 "    new = _copy(state)"]
         first = True
         for action in sorted(set(self.transitions) | set(self.analogies)):
             body = [line for rule in self.transitions.get(action, []) for line in rule.code(" " * 8)]
@@ -1262,7 +1271,7 @@ def _moved_by(lines: list[str], old: Any, new: Any) -> list[str]:
 
 def _right_on(body: list[str], action: int, transitions: list[dict]) -> int:
     """How many of ``transitions`` (of ``action``) a transition of that body gets right."""
-    code = ("def transition(state, action):\n    new = copy.deepcopy(state)\n"
+    code = ("def transition(state, action):\n    new = _copy(state)\n"
             + "\n".join(line[4:] for line in body) + "\n    return new\n")
     space: dict[str, Any] = {}
     try:

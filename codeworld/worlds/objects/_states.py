@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import json
+import marshal
 import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass
@@ -30,29 +31,36 @@ FUNCTIONS = ("transition", "reward")
 # ------------------------------------------------------------------------- canonical states
 
 
-def _plain(value: Any) -> Any:
-    """JSON-ready copy: tuples become lists, numpy scalars Python numbers."""
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, bool) or value is None or isinstance(value, str):
+def _canonical(value: Any) -> Any:
+    """The canonical form of a value (`normalize_state`) in one pass: the plain JSON types
+    (tuples become lists, numpy scalars Python numbers, integral floats ints, keys strings),
+    dict keys sorted, a list of containers sorted by its items' text. The common types are
+    tested first and by identity: the agent's planner keys every state it reaches."""
+    t = type(value)
+    if t is str or t is int or t is bool or value is None:
         return value
-    if hasattr(value, "item"):
-        return _plain(value.item())
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value
-
-
-def _sorted_containers(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _sorted_containers(v) for k, v in sorted(value.items())}
-    if isinstance(value, list):
-        items = [_sorted_containers(v) for v in value]
-        if items and all(isinstance(v, (dict, list)) for v in items):
+    if t is dict:
+        if all(type(k) is str for k in value):
+            return {k: _canonical(value[k]) for k in sorted(value)}
+        plain = {str(k): v for k, v in value.items()}
+        return {k: _canonical(plain[k]) for k in sorted(plain)}
+    if t is list or t is tuple:
+        items = [_canonical(v) for v in value]
+        if items and all(type(v) is dict or type(v) is list for v in items):
             items.sort(key=repr)  # dicts were rebuilt with sorted keys: repr is canonical
         return items
+    if t is float:
+        return int(value) if value.is_integer() else value
+    if isinstance(value, dict):
+        return _canonical(dict(value))
+    if isinstance(value, (list, tuple)):
+        return _canonical(list(value))
+    if isinstance(value, (bool, str)):
+        return value
+    if hasattr(value, "item"):  # a numpy scalar
+        return _canonical(value.item())
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
     return value
 
 
@@ -61,20 +69,33 @@ def normalize_state(state: Any) -> Any:
 
     Integral floats become ints (``2.0`` and ``2`` are the same cell).
     """
-    return _sorted_containers(_plain(state))
+    return _canonical(state)
+
+
+_KEY_ENCODER = json.JSONEncoder(separators=(",", ":"), check_circular=False)
 
 
 def state_key(state: Any) -> str:
     """A hashable, canonical text of a state."""
-    return json.dumps(normalize_state(state), sort_keys=True, separators=(",", ":"))
+    return _KEY_ENCODER.encode(_canonical(state))
 
 
 def copy_state(state: Any) -> Any:
-    """A deep copy of a JSON-ready state (faster than `copy.deepcopy`)."""
+    """A deep copy of a JSON-ready state (marshal's, in C, where the state holds only its
+    types; else dicts and lists copied, other values shared; both faster than
+    `copy.deepcopy`). A list or dict the state holds twice is copied twice (marshal's format 2
+    keeps no references), so a model that changes one in place does not change the other."""
+    try:
+        return marshal.loads(marshal.dumps(state, 2))
+    except ValueError:
+        return _copied(state)
+
+
+def _copied(state: Any) -> Any:
     if isinstance(state, dict):
-        return {k: copy_state(v) for k, v in state.items()}
+        return {k: _copied(v) for k, v in state.items()}
     if isinstance(state, list):
-        return [copy_state(v) for v in state]
+        return [_copied(v) for v in state]
     return state
 
 
