@@ -567,15 +567,22 @@ def main(argv: list[str] | None = None) -> int:
     methods = _methods(args.methods, args.llm)
     if args.n_seeds < 1:
         raise SystemExit(f"worldcoder.py: --n-seeds must be at least 1; got {args.n_seeds}")
+    if args.max_llm_calls < 0:
+        raise SystemExit(f"worldcoder.py: --max-llm-calls must be at least 0; got {args.max_llm_calls}")
+    # the agent allowed no call is the rule model alone: no LLM is started, none is recorded
+    uses_llm = "react" in methods or ("agent" in methods and args.max_llm_calls > 0)
 
     if args.llm == "reference":
         def llm_for(env):
             return ReferenceLLM(env.family)
-    elif "agent" in methods or "react" in methods:
+    elif uses_llm:
         client = llm_from_args(args)
 
         def llm_for(env):
             return client
+    elif "agent" in methods:  # no call allowed: the rule model alone, and no LLM is started
+        def llm_for(env):
+            return None
     else:  # PPO alone: no LLM is started
         def llm_for(env):
             raise AssertionError("no method that needs an LLM was chosen")
@@ -591,7 +598,7 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     meta = {"command": "python benchmarks/worldcoder.py " + " ".join(argv if argv is not None else sys.argv[1:]),
-            "llm": args.llm if methods != ["ppo"] else None, "methods": methods, "levels": args.levels,
+            "llm": args.llm if uses_llm or args.llm == "reference" else None, "methods": methods, "levels": args.levels,
             "variants": args.variants if "agent" in methods else [], "config": asdict(base),
             "ppo_steps": args.ppo_steps if "ppo" in methods else None,
             "react_episodes": args.react_episodes if "react" in methods else None,

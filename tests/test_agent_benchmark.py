@@ -174,3 +174,23 @@ def test_combine_refuses_files_of_different_llms_and_files_that_are_not_results(
         bench.main(["--combine", str(tmp_path / "c.json"), "--out", str(tmp_path / "x")])
     with pytest.raises(SystemExit, match="missing.json is not a results file"):
         bench.main(["--combine", str(tmp_path / "missing.json"), "--out", str(tmp_path / "x")])
+
+
+def test_the_agent_allowed_no_call_starts_no_llm(tmp_path, monkeypatch, capsys):
+    # `--max-llm-calls 0` is the rule model alone: the embedded model's server was started (and
+    # held its memory) for a run that never asked it anything
+    bench = load_benchmark()
+
+    def no_server(args):
+        raise AssertionError("an LLM was started")
+
+    monkeypatch.setattr("codeworld.llm.llm_from_args", no_server)
+    stem = tmp_path / "none"
+    assert bench.main(["--llm", "local", "--levels", "sokoban:corridor", "--variants", "optimism",
+                       "--reliable", "1", "--max-env-steps", "30", "--max-llm-calls", "0",
+                       "--n-seeds", "1", "--quiet", "--out", str(stem)]) == 0
+    data = json.loads(stem.with_suffix(".json").read_text())
+    assert data["meta"]["llm"] is None and data["rows"][0]["llm_calls"] == 0
+    with pytest.raises(SystemExit, match="--max-llm-calls must be at least 0"):
+        bench.main(["--llm", "local", "--levels", "sokoban:corridor", "--max-llm-calls", "-1",
+                    "--out", str(tmp_path / "bad")])
