@@ -138,11 +138,10 @@ def explore_arguments(data: list[dict], mission: str, state: dict,
     trying in new situations; ``order``: the actions in the order they are tried, those whose
     name shares a word with the mission ("take potato") first, then the least recorded;
     ``focus``: the names the mission points at, directly or through the parts
-    of the state it names (`codeworld.worlds.objects._states.mission_parts`: "put a hot potato on
+    of the state it names (the key that names it and what its value holds, `_focus_of`) (`codeworld.worlds.objects._states.mission_parts`: "put a hot potato on
     a table" names the potato, which lies in "fridge 1"), whose situations are tried first.
     """
-    focus = sorted({name for part in mission_parts(mission, state)
-                    for name in re.findall(r'"([^"]+)"', part)})
+    focus = sorted({name for part in mission_parts(mission, state) for name in _focus_of(part)})
     paths = situation_paths(data, set(focus))
     if not paths:
         return {}
@@ -167,6 +166,15 @@ def explore_arguments(data: list[dict], mission: str, state: dict,
         near = [p for p in paths if p not in pose]
         out["coarse"] = {"paths": near, "front": front, "seen": seen_pairs(data, near, front)}
     return out
+
+
+def _focus_of(part: str) -> list[str]:
+    """The names one part of the state the mission names points at (`mission_parts`): the key
+    that holds it and the names in its value, not the keys above it (the part "the apple's
+    clean flag", named by "put a clean plate...", points at cleanness, not at the apple)."""
+    where, _, value = part.partition(" = ")
+    keys = re.findall(r'\["([^"]+)"\]$', where)
+    return keys + re.findall(r'"([^"]+)"', value)
 
 
 def unseen_target(paths: list, seen: list, order: list, focus: list | None,

@@ -323,6 +323,8 @@ def mission_parts(mission: str, state: Any, limit: int = 8) -> list[str]:
     parts, and a small model often tests the mission's text instead.
     """
     words = {w for w in re.findall(r"[a-z0-9]+", mission.lower()) if len(w) >= 3} - _COMMON_WORDS
+    # a plural's singular too ("two apples" names "apple 1", "potatoes" "potato 1")
+    words |= {w[:-k] for w in words for k in (1, 2) if w.endswith("es"[2 - k:]) and len(w) - k >= 3}
     found: list[str] = []
 
     def names(text: str) -> bool:  # a word, or its plural ("box": "boxes")
