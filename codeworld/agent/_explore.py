@@ -170,11 +170,17 @@ def explore_arguments(data: list[dict], mission: str, state: dict,
 
 def _focus_of(part: str) -> list[str]:
     """The names one part of the state the mission names points at (`mission_parts`): the key
-    that holds it and the names in its value, not the keys above it (the part "the apple's
-    clean flag", named by "put a clean plate...", points at cleanness, not at the apple)."""
+    that holds it and the strings its value holds, not the keys above it nor the keys within
+    (the part "the apple's clean flag", named by "put a clean plate...", points at cleanness,
+    not at the apple; the plate's own fields point at the plate and where it lies, not at the
+    place of every object)."""
     where, _, value = part.partition(" = ")
     keys = re.findall(r'\["([^"]+)"\]$', where)
-    return keys + re.findall(r'"([^"]+)"', value)
+    try:
+        held = _names_in(json.loads(value))
+    except ValueError:  # cut short (`mission_parts` writes at most 200 characters of it)
+        held = set(re.findall(r':\s*"([^"]+)"', value)) or set(re.findall(r'"([^"]+)"', value))
+    return keys + sorted(held)
 
 
 def unseen_target(paths: list, seen: list, order: list, focus: list | None,
