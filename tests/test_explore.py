@@ -169,3 +169,39 @@ def test_the_agent_opens_the_gate_with_the_reward_written_from_the_mission():
                          limits=UNTIMED) as agent:
         result = agent.run_level(GateRoom(), [2])
     assert result.successes == 1, result.episode_log
+
+
+def test_the_focus_is_what_the_mission_names_not_the_things_beside_it():
+    # "put a washed pear on the bench": every fruit has a washed flag, so the mission's
+    # "wash..." named the fig's and the plum's flags, and the fig and the plum became things to
+    # try situations with, and the pear's own fields ("in") put every fruit's place into the
+    # agent's situation: its trials went to carrying the fig about. The focus is the flag, the
+    # pear and where it lies, and the bench
+    state = {"at": None, "holding": None,
+             "objects": {"fig 1": {"in": "crate 1", "washed": False},
+                         "pear 1": {"in": "crate 2", "washed": False},
+                         "plum 1": {"in": "crate 1", "washed": False}},
+             "open": {"bench 1": True, "crate 1": True, "crate 2": True}}
+    data = []
+    rng = random.Random(0)
+    for _ in range(60):  # go to a place, take what lies there, put it down
+        action = rng.randrange(6)
+        new = {**state, "objects": {k: dict(v) for k, v in state["objects"].items()}}
+        if action < 3:
+            new["at"] = ("crate 1", "crate 2", "bench 1")[action]
+        elif action < 5 and new["holding"] is None:
+            here = sorted(o for o, v in state["objects"].items() if v["in"] == state["at"])
+            if here and state["at"] is not None:
+                new["holding"] = here[action - 3] if action - 3 < len(here) else here[0]
+                new["objects"][new["holding"]]["in"] = None
+        elif action == 5 and state["holding"] is not None:
+            new["objects"][state["holding"]]["in"], new["holding"] = state["at"], None
+        data.append({"state": state, "action": action, "next_state": new, "reward": 0.0,
+                     "done": False, "mission": "washed"})
+        state = new
+    start = data[0]["state"]
+    out = explore_arguments(data, "put a washed pear on the bench", start)
+    assert set(out["focus"]) == {"washed", "pear 1", "crate 2", "bench 1"}
+    # a plural in the mission names each of its kind
+    two = explore_arguments(data, "put two figs on the bench", start)
+    assert "fig 1" in two["focus"]
