@@ -388,9 +388,9 @@ class WorldCoderAgent:
                         else (program, evaluator.evaluation(own), rewarded))
         return program, evaluator.evaluate(program), rewarded
 
-    def _adopt(self, rules: tuple[str, ProgramEvaluation], evaluator: AgentEvaluator) -> None:
-        """The rule model replaces the current program where it scores higher, or explains all
-        data where the current does not (no LLM call; `_explains_more`)."""
+    def _adopt(self, rules: tuple[str, ProgramEvaluation, bool], evaluator: AgentEvaluator) -> None:
+        """The rule model replaces the current program where it scores higher, or its reward is
+        right on more recorded steps (no LLM call; `_explains_more`)."""
         if self.program is None or _explains_more(rules[1], evaluator.evaluate(self.program)):
             self.program = rules[0]
 
