@@ -138,7 +138,7 @@ def explore_arguments(data: list[dict], mission: str, state: dict,
     trying in new situations; ``order``: the actions in the order they are tried, those whose
     name shares a word with the mission ("take potato") first, then the least recorded;
     ``focus``: the names the mission points at, directly or through the parts
-    of the state it names (the key that names it and what its value holds, `_focus_of`) (`codeworld.worlds.objects._states.mission_parts`: "put a hot potato on
+    of the state it names (`codeworld.worlds.objects._states.mission_parts`, read by `_focus_of`: "put a hot potato on
     a table" names the potato, which lies in "fridge 1"), whose situations are tried first.
     """
     focus = sorted({name for part in mission_parts(mission, state) for name in _focus_of(part)})
@@ -178,8 +178,8 @@ def _focus_of(part: str) -> list[str]:
     keys = re.findall(r'\["([^"]+)"\]$', where)
     try:
         held = _names_in(json.loads(value))
-    except ValueError:  # cut short (`mission_parts` writes at most 200 characters of it)
-        held = set(re.findall(r':\s*"([^"]+)"', value)) or set(re.findall(r'"([^"]+)"', value))
+    except ValueError:  # cut short (`mission_parts` writes at most 200 characters): its values
+        held = set(re.findall(r':\s*"([^"]+)"', value))
     return keys + sorted(held)
 
 

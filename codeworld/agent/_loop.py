@@ -601,10 +601,10 @@ def _explains_more(rules: ProgramEvaluation, current: ProgramEvaluation) -> bool
     optimism the score halves a model whose planner reaches no reward, so a program whose reward
     the data contradicts, its wrong goal in reach (an earlier mission's, true in the new level's
     start state), outscored the rule model until half the data contradicted it."""
-    if rules.score > current.score:
+    if rules.buggy:
+        return False
+    if current.buggy or rules.score > current.score:
         return True
-    if rules.buggy or current.buggy:
-        return not rules.buggy and current.buggy
     mine, theirs = _checked(rules), _checked(current)
     return (mine.get("reward_correct", 0) > theirs.get("reward_correct", 0)
             and mine.get("correct", 0) >= theirs.get("correct", 0))
