@@ -205,3 +205,74 @@ def test_the_focus_is_what_the_mission_names_not_the_things_beside_it():
     # a plural in the mission names each of its kind
     two = explore_arguments(data, "put two figs on the bench", start)
     assert "fig 1" in two["focus"]
+
+
+YARD = ("go to crate 1", "go to crate 2", "go to basin 1", "go to bench 1", "go to barn 1",
+        "go to well 1", "take pear", "take fig", "put", "wash")
+PUT, WASH = 8, 9
+WASHED_PEAR = "put a washed pear on the bench"
+
+
+def yard_step(state: dict, action: int) -> dict:
+    """Go to a place; take a fruit of a kind where one lies, with an empty hand; put what is
+    held down here; wash what is held, only at the basin."""
+    new = {**state, "objects": {k: dict(v) for k, v in state["objects"].items()}}
+    at, held = state["at"], state["holding"]
+    if action < 6:
+        new["at"] = YARD[action][len("go to "):]
+    elif action < PUT:
+        kind = YARD[action][len("take "):]
+        here = sorted(o for o, v in state["objects"].items()
+                      if o.split()[0] == kind and v["in"] == at and at is not None)
+        if here and held is None:
+            new["holding"], new["objects"][here[0]]["in"] = here[0], None
+    elif action == PUT and held is not None and at is not None:
+        new["holding"], new["objects"][held]["in"] = None, at
+    elif action == WASH and held is not None and at == "basin 1":
+        new["objects"][held]["washed"] = True
+    return new
+
+
+class Yard:
+    """The yard as a level: the pear in a crate, a fig in the barn; the pear to be washed at
+    the basin and put on the bench."""
+
+    n_actions = len(YARD)
+    action_names = YARD
+    description = "A yard of places; the agent goes to them, takes, puts down and washes fruit."
+    name = family = "yard"
+    max_steps = 40
+
+    def __init__(self):
+        self.state: dict = {}
+
+    def reset(self, seed: int | None = None) -> tuple[dict, str]:
+        self.state = {"at": None, "holding": None,
+                      "objects": {"fig 1": {"in": "barn 1", "washed": False},
+                                  "pear 1": {"in": "crate 2", "washed": False}}}
+        return self.state, WASHED_PEAR
+
+    def step(self, action: int) -> tuple[dict, float, bool, bool]:
+        self.state = yard_step(self.state, action)
+        pear = self.state["objects"]["pear 1"]
+        done = pear["in"] == "bench 1" and pear["washed"]
+        return self.state, float(done), done, False
+
+    def close(self) -> None:
+        pass
+
+
+def test_with_no_call_the_agent_tries_the_named_action_it_never_saw_work_wherever_it_holds_the_thing():
+    # no LLM: nothing says washing happens only at the basin. The explorer tries the mission's
+    # named actions where the mission's thing is with the agent (held, or where the agent is)
+    # wherever else it lies, and first the named action the data never showed doing anything
+    # ("wash"): carrying the pear to each place to wash it there, it washes it at the basin,
+    # puts it on the bench and is rewarded. Before, "where the pear lies" was part of every
+    # situation (each place it was put down made every place new again), and "put" and "take"
+    # were tried as often as "wash"
+    config = AgentConfig(epsilon=0.0, max_env_steps=70, max_llm_calls=0, reliable_successes=1,
+                         max_episode_steps=35, eval_timeout_s=UNTIMED_S, plan_max_nodes=3000,
+                         plan_max_depth=12)
+    with WorldCoderAgent(ScriptedLLM([]), config, limits=UNTIMED) as agent:
+        result = agent.run_level(Yard(), [0, 1])
+    assert result.successes == 1, result.episode_log

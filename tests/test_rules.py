@@ -754,6 +754,52 @@ def test_a_change_at_the_key_a_leaf_names_is_learned_there_for_keys_never_seen_c
     assert right(learn_rules(data, names=names, keyed=False)) < len(checks)
 
 
+def test_a_put_that_needs_the_place_open_is_learned_on_the_open_flag_where_the_agent_is():
+    # "put" puts down what is held only where the place the agent is at is open; "open" opens
+    # it. The data put the pear down in the open shed and failed in the shut barn; the condition
+    # is the open flag read at the key "at" names (``open[at]``), which "open" showed changing
+    # there, not a test of which place the agent is at: the well, where nothing was ever put
+    # down, takes the plum when open and not when shut
+    names = NAMED + ("open", "put")
+    opened, put = len(NAMED), len(NAMED) + 1
+
+    def step(state: dict, action: int) -> dict:
+        if action < len(NAMED):
+            return errand_step(state, action)
+        new = {**state, "open": dict(state["open"]),
+               "objects": {k: dict(v) for k, v in state["objects"].items()}}
+        at, held = state["at"], state["holding"]
+        if action == opened and at is not None:
+            new["open"][at] = True
+        if action == put and held is not None and at is not None and state["open"][at]:
+            new["objects"][held]["in"] = at
+            new["holding"] = None
+        return new
+
+    places = {"shed 1": True, "barn 1": True, "well 1": True}
+    start = {"at": None, "holding": None, "places": places,
+             "open": {"shed 1": False, "barn 1": False, "well 1": False},
+             "objects": {"pear 1": {"in": "barn 1"}, "plum 1": {"in": "well 1"}}}
+    # to the barn, take the pear, put (shut: nothing), open, put, take, to the shed, put (shut),
+    # open, put; then to the well: open it
+    data = record(step, start, (1, 4, put, opened, put, 4, 0, put, opened, put, 3, opened),
+                  "fetch")
+    assert [t["next_state"] != t["state"] for t in data if t["action"] == put] == [
+        False, True, False, True]
+    assert not any(t["state"]["at"] == "well 1" and t["action"] == put for t in data)
+    held = {**start, "at": "well 1", "holding": "plum 1",
+            "objects": {**start["objects"], "plum 1": {"in": None}}}
+    checks = [{"state": s, "action": put, "next_state": step(s, put), "reward": 0.0,
+               "done": False, "mission": "fetch"}
+              for s in (held, {**held, "open": {**held["open"], "well 1": True}})]
+    assert checks[0]["next_state"] == checks[0]["state"]
+    assert checks[1]["next_state"]["objects"]["plum 1"]["in"] == "well 1"
+    program = learn_rules(data, names=names).program()
+    assert "_get(state, 'open', _get(state, 'at'))" in program
+    score = explained(program, checks)
+    assert score["state_correct"] == len(checks), score["mismatches"]
+
+
 CHORES = ("go to shed 1", "go to barn 1", "take pear", "put", "wash")
 
 

@@ -98,21 +98,37 @@ def front_values(state: Any, front: dict) -> list:
     return out
 
 
-def situation_values(state: Any, paths: list[Path], front: dict | None = None) -> list:
+ELSEWHERE = "<elsewhere>"
+
+
+def situation_values(state: Any, paths: list[Path], front: dict | None = None,
+                     own: list[int] | None = None, places: frozenset = frozenset()) -> list:
     """The values at ``paths`` in ``state`` (None where it has none), and with ``front`` what is
-    on the cell in front (`front_values`)."""
+    on the cell in front (`front_values`). With ``own`` (the places of the agent's own leaves
+    in ``paths``), another leaf holding one of ``places`` (the values the agent's own leaves
+    took: where it can stand) is read relative to the agent: ``["=", i]`` where it equals the
+    agent's value at ``paths[i]`` (the plate lies where the agent stands), else `ELSEWHERE`
+    (wherever else it lies: one situation, not one per place)."""
     state = normalize_state(state)
-    return [_value_at(state, path) for path in paths] + (front_values(state, front) if front else [])
+    values = [_value_at(state, path) for path in paths]
+    if own is not None:
+        mine = {i: values[i] for i in own if i < len(values)}
+        for i, value in enumerate(values):
+            if i not in mine and isinstance(value, str) and value in places:
+                values[i] = next((["=", j] for j, v in mine.items() if v == value), ELSEWHERE)
+    return values + (front_values(state, front) if front else [])
 
 
-def situation(state: Any, paths: list[Path], front: dict | None = None) -> str:
+def situation(state: Any, paths: list[Path], front: dict | None = None,
+              own: list[int] | None = None, places: frozenset = frozenset()) -> str:
     """The agent's situation in ``state``: the values at ``paths`` (and in front), as a key."""
-    return json.dumps(situation_values(state, paths, front), sort_keys=True)
+    return json.dumps(situation_values(state, paths, front, own, places), sort_keys=True)
 
 
-def seen_pairs(data: list[dict], paths: list[Path], front: dict | None = None) -> list[list]:
+def seen_pairs(data: list[dict], paths: list[Path], front: dict | None = None,
+               own: list[int] | None = None, places: frozenset = frozenset()) -> list[list]:
     """The (action, situation) pairs the data has, as JSON-ready pairs."""
-    seen = {(int(t["action"]), situation(t["state"], paths, front)) for t in data}
+    seen = {(int(t["action"]), situation(t["state"], paths, front, own, places)) for t in data}
     return [[a, s] for a, s in sorted(seen)]
 
 
@@ -141,31 +157,73 @@ def explore_arguments(data: list[dict], mission: str, state: dict,
     of the state it names (`codeworld.worlds.objects._states.mission_parts`, read by `_focus_of`: "put a hot potato on
     a table" names the potato, which lies in "fridge 1"), whose situations are tried first.
     """
-    focus = sorted({name for part in mission_parts(mission, state) for name in _focus_of(part)})
-    paths = situation_paths(data, set(focus))
-    if not paths:
+    own = situation_paths(data)
+    if not own:
         return {}
-    model = learn_rules(data)
-    known = sorted(a for a, rules in model.transitions.items()
-                   if rules and all(not r.rules and r.default >= 0 for r in rules))
-    counts = Counter(int(t["action"]) for t in data)
     words = set(re.findall(r"[a-z0-9]+", mission.lower()))
+    places = sorted({v for t in data for s in (t["state"], t["next_state"]) for p in own
+                     for v in [_value_at(normalize_state(s), p)] if isinstance(v, str)})
+    focus = sorted({name for part in mission_parts(mission, state) for name in _focus_of(part)}
+                   | {v for v in places if any(_same_word(w, x) for w in words if len(w) >= 3
+                                               for x in re.findall(r"[a-z]+", v.lower()))})
+    paths = situation_paths(data, set(focus))
+    model = learn_rules(data)
+    every = leaves_of([t["state"] for t in data] + [t["next_state"] for t in data])
+    known = sorted(a for a, rules in model.transitions.items()
+                   if rules and (all(not r.rules and r.default >= 0 for r in rules)
+                                 or _sets_only(a, rules, data, every)))
+    counts = Counter(int(t["action"]) for t in data)
     n = max([len(action_names)] + [int(t["action"]) + 1 for t in data])
 
     def named(a: int) -> bool:
-        return a < len(action_names) and bool(words & set(re.findall(r"[a-z0-9]+",
-                                                                     action_names[a].lower())))
+        return a < len(action_names) and any(
+            _same_word(w, v) for w in words for v in re.findall(r"[a-z0-9]+", action_names[a].lower()))
 
     order = sorted((a for a in range(n) if a not in known),
                    key=lambda a: (not named(a), counts.get(a, 0), a))
-    out = {"paths": paths, "seen": seen_pairs(data, paths), "order": order, "focus": focus,
-           "named": [a for a in order if named(a)]}
+    counted = [i for i, p in enumerate(paths) if p in own]
+    where = frozenset(places)
+    out = {"paths": paths, "seen": seen_pairs(data, paths, own=counted, places=where),
+           "order": order, "focus": focus, "named": [a for a in order if named(a)],
+           "counted": counted, "places": places,
+           "silent": [a for a in order if named(a) and _silent(a, model, action_names)]}
     front = front_of(model, data)
     if front is not None:
         pose = {tuple(p) for p in front["position"]} | {tuple(front["key"])}
         near = [p for p in paths if p not in pose]
-        out["coarse"] = {"paths": near, "front": front, "seen": seen_pairs(data, near, front)}
+        mine = [i for i, p in enumerate(near) if p in own]
+        out["coarse"] = {"paths": near, "front": front,
+                         "seen": seen_pairs(data, near, front, mine, where),
+                         "counted": mine + list(range(len(near), len(near) + len(front["cells"])
+                                                      + len(front["located"])))}
     return out
+
+
+def _sets_only(action: int, rules: list, data: list[dict], every: list[dict]) -> bool:
+    """Whether each leaf ``action`` changes it sets to one value, and every recorded step of it
+    left that value there, changed or not: its conditions only tell where the value was already
+    (going to the place the agent is at): the same thing everywhere, like an action without one."""
+    n = len(data)
+    rows = [(every[i], every[n + i]) for i, t in enumerate(data) if int(t["action"]) == action]
+    return all(len(r.changes) == 1 and r.changes[0].constant for r in rules) and all(
+        r.changes[0](before) == after.get(r.path) for before, after in rows for r in rules)
+
+
+def _silent(action: int, model: RuleModel, action_names: tuple[str, ...]) -> bool:
+    """Whether the data never showed ``action`` change anything, nor any action whose name begins
+    with the same word ("go to cabinet 2" where the level has none: going places is known)."""
+    def first(a: int) -> str:
+        return action_names[a].split()[0] if a < len(action_names) and action_names[a] else ""
+
+    return not model.transitions.get(action) and not any(
+        rules and first(a) == first(action) for a, rules in model.transitions.items())
+
+
+def _same_word(a: str, b: str) -> bool:
+    """One word, or one the other begins with where the shorter has four letters or more
+    ("wash" in "washed")."""
+    short, long = sorted((a, b), key=len)
+    return a == b or (len(short) >= 4 and long.startswith(short))
 
 
 def _focus_of(part: str) -> list[str]:
@@ -194,13 +252,21 @@ def unseen_target(paths: list, seen: list, order: list, focus: list | None,
     return lambda state: pick(situation_values(state, paths, front))
 
 
-def _unseen(seen: list, order: list, focus: list | None, least: int):
-    """`unseen_target` on the situation's values (computed once for many of these)."""
+def _unseen(seen: list, order: list, focus: list | None, least: int,
+            counted: list[int] | None = None):
+    """`unseen_target` on the situation's values (computed once for many of these); with
+    ``counted``, only the values at those places count toward ``least``."""
     seen_set = {(int(a), s) for a, s in seen}
     names = set(focus or ())
+    mine = None if counted is None else set(counted)
+
+    def points(i: int, v: Any) -> bool:  # the agent's own value names it, or the thing is here
+        if mine is None or i in mine:
+            return bool(names & _names_in(v))
+        return v is None or (isinstance(v, list) and v[:1] == ["="]) or bool(names & _names_in(v))
 
     def pick(values: list, where: str | None = None) -> int | None:
-        if names and sum(bool(names & _names_in(v)) for v in values) < least:
+        if names and sum(points(i, v) for i, v in enumerate(values)) < least:
             return None
         where = json.dumps(values, sort_keys=True) if where is None else where
         return next((a for a in order if (a, where) not in seen_set), None)
@@ -210,7 +276,8 @@ def _unseen(seen: list, order: list, focus: list | None, least: int):
 
 def op_plan_explore(ctx, source: str, state: dict, mission: str, n_actions: int, paths: list,
                     seen: list, order: list | None = None, focus: list = (), named: list = (),
-                    coarse: dict | None = None, max_nodes: int = 20000,
+                    coarse: dict | None = None, counted: list[int] | None = None,
+                    silent: list = (), places: list = (), max_nodes: int = 20000,
                     max_depth: int = 100) -> dict:
     """A plan to reward under the model (`bfs_plan`); where there is none, a plan to an action
     never tried in the agent's situation (``explore`` True in the answer): first an action the
@@ -223,18 +290,24 @@ def op_plan_explore(ctx, source: str, state: dict, mission: str, n_actions: int,
     if not paths:
         return bfs_plan(functions, state, mission, n_actions, max_nodes, max_depth)
     order = list(range(n_actions)) if order is None else order
-    views = ([(coarse["paths"], coarse["seen"], coarse["front"])] if coarse else []) + [
-        (paths, seen, None)]
+    views = ([(coarse["paths"], coarse["seen"], coarse["front"], coarse.get("counted"))]
+             if coarse else []) + [(paths, seen, None, counted)]
     picks = []  # (view, stage): in the order of their ranks
-    for view, (where, tried, front) in enumerate(views):
+    for view, (where, tried, front, count) in enumerate(views):
         size = len(where) + (len(front["cells"]) + len(front["located"]) if front else 0)
-        stages = [(actions, focus, least) for least in range(size, 0, -1) if focus
-                  for actions in ([list(named)] if named else []) + [order]] + [(order, None, 1)]
-        picks += [(view, _unseen(tried, actions, names, least)) for actions, names, least in stages]
-    views = [([tuple(p) for p in where], front) for where, _, front in views]
+        stages = ([(list(silent), focus, least) for least in range(size, 0, -1) if focus and silent]
+                  + [(actions, focus, least) for least in range(size, 0, -1) if focus
+                     for actions in ([list(named)] if named else []) + [order]]
+                  + [(order, None, 1)])
+        picks += [(view, _unseen(tried, actions, names, least, count))
+                  for actions, names, least in stages]
+    views = [([tuple(p) for p in where], front,
+              None if count is None else [i for i in count if i < len(where)])
+             for where, _, front, count in views]
+    spots = frozenset(places)
 
     def ranked(s: dict) -> tuple[int, int] | None:  # the first stage that has a target there
-        values = [situation_values(s, where, front) for where, front in views]
+        values = [situation_values(s, where, front, own, spots) for where, front, own in views]
         keys = [json.dumps(v, sort_keys=True) for v in values]
         return next(((rank, action) for rank, action in
                      ((r, pick(values[v], keys[v])) for r, (v, pick) in enumerate(picks))

@@ -550,6 +550,14 @@ def _value_features(rows: list[dict], kinds: dict[Path, str], name: str, vectors
     return out
 
 
+def _entry_of(keyed: Path, path: Path) -> bool:
+    """Whether ``path`` is one of the entries a `_keyed` path reads (``open.well 1`` of
+    ``open[at]``): their equality is where the agent is, not a relation."""
+    i = next((i for i, k in enumerate(keyed) if isinstance(k, KeyOf)), None)
+    return (i is not None and len(path) == len(keyed) and path[:i] == keyed[:i]
+            and path[i + 1:] == keyed[i + 1:])
+
+
 def _relational_features(rows: list[dict], kinds: dict[Path, str], name: str,
                          deltas: list[Any]) -> list[Feature]:
     out = []
@@ -560,7 +568,7 @@ def _relational_features(rows: list[dict], kinds: dict[Path, str], name: str,
     # the equality of two leaves of one kind (lists compared as sets)
     for i, a in enumerate(related):
         for b in related[i + 1:]:
-            if kinds[a] != kinds[b]:
+            if kinds[a] != kinds[b] or _entry_of(a, b) or _entry_of(b, a):
                 continue
             out.append(Feature(f"_same({_get_code(a, name)}, {_get_code(b, name)})",
                                lambda r, a=a, b=b: _canon(r.get(a)) == _canon(r.get(b)), 2))
@@ -1211,6 +1219,11 @@ def learn_rules(transitions: list[dict], borrow: bool = True,
     by_action: dict[int, list[int]] = defaultdict(list)
     for i, t in enumerate(transitions):
         by_action[int(t["action"])].append(i)
+    # leaves read at the key a leaf names (``open[at]``: whether the place the agent is at is
+    # open), learned from every action's changes: conditions of the actions that only read them
+    reads = (_keyed(list(zip(befores, afters)), sorted(
+        {p for b, a in zip(befores, afters) for p in set(a) | set(b)
+         if _canon(a.get(p)) != _canon(b.get(p)) and p not in joined})) if keyed else [])
     model: dict[int, list[LeafRule]] = {}
     steps: dict[int, list[Any]] = {}
     for action, index in sorted(by_action.items()):
@@ -1230,6 +1243,10 @@ def learn_rules(transitions: list[dict], borrow: bool = True,
                 rows = [(_with_keyed(b, b, path), _with_keyed(a, b, path)) for b, a in rows]
                 here = {**here, path: _kind([b[path] for b, _ in rows] + [a[path] for _, a in rows])}
                 changed = [p for p in changed if p not in members] + [path]
+            for path, _ in reads:
+                if path not in here:
+                    rows = [(_with_keyed(b, b, path), a) for b, a in rows]
+                    here = {**here, path: _kind([b[path] for b, _ in rows])}
         before_rows = [b for b, _ in rows]
         features, columns = _features(before_rows, here, "state", deltas, vectors=False,
                                       space=space)
