@@ -7,7 +7,10 @@ which an action would be taken in a *situation* of the agent never recorded with
 
 The situation is what the action touches, read off the data without naming anything: the values
 of the leaves of the state that the most actions change (the agent's own: where it stands, what it
-holds, which way it faces), lists of cells or objects left out. A pair (action, situation) is
+holds, which way it faces), lists of cells or objects left out, and the leaves of what the
+mission names that an action changed (where the plate lies, whether it is clean), each read
+relative to the agent where it holds a place the agent can be at: here, or elsewhere (one
+situation wherever else the plate lies, not one per place). A pair (action, situation) is
 *seen* once a recorded transition took that action there.
 
 Where the rule model learned a cell in front (a heading, `codeworld.worlds.objects._rules.Space`),
@@ -149,13 +152,19 @@ def explore_arguments(data: list[dict], mission: str, state: dict,
 
     ``seen``: the recorded (action, situation) pairs; with a cell in front learned, ``coarse``
     holds the same for the coarse situation (``paths`` without the position and heading, and
-    ``front``, `front_of`); ``known``: the actions the rule model
-    learned to do the same thing everywhere (no condition: going to a place), which need no
-    trying in new situations; ``order``: the actions in the order they are tried, those whose
-    name shares a word with the mission ("take potato") first, then the least recorded;
-    ``focus``: the names the mission points at, directly or through the parts
-    of the state it names (`codeworld.worlds.objects._states.mission_parts`, read by `_focus_of`: "put a hot potato on
-    a table" names the potato, which lies in "fridge 1"), whose situations are tried first.
+    ``front``, `front_of`). Actions the rule model learned to do the same thing everywhere (no
+    condition, or one that only marks where the value was already: going to a place,
+    `_sets_only`) need no trying in new situations; ``order``: the others in the order they
+    are tried, those whose name shares a word with the mission ("take potato"; a stem: "wash"
+    for "washed", `_same_word`) first (``named``), then the least recorded; ``silent``: the
+    named ones the data never showed changing anything (`_silent`), tried before the others.
+    ``focus``: the names the mission points at, directly or through the parts of the state it
+    names (`codeworld.worlds.objects._states.mission_parts`, read by `_focus_of`: "put a hot
+    potato on a table" names the potato, which lies in "fridge 1"), and the values of the
+    agent's own leaves it names ("bench 1" where the agent went); situations that hold more of
+    them are tried first. ``counted``: the places in ``paths`` of the agent's own leaves
+    (`situation_paths` without the focus); ``places``: the strings they took, read relative to
+    the agent in the other leaves (`situation_values`).
     """
     own = situation_paths(data)
     if not own:
@@ -255,12 +264,15 @@ def unseen_target(paths: list, seen: list, order: list, focus: list | None,
 def _unseen(seen: list, order: list, focus: list | None, least: int,
             counted: list[int] | None = None):
     """`unseen_target` on the situation's values (computed once for many of these); with
-    ``counted``, only the values at those places count toward ``least``."""
+    ``counted`` (the agent's own leaves), the other values count toward ``least`` where the
+    thing is held or here as well (``points``)."""
     seen_set = {(int(a), s) for a, s in seen}
     names = set(focus or ())
     mine = None if counted is None else set(counted)
 
-    def points(i: int, v: Any) -> bool:  # the agent's own value names it, or the thing is here
+    # a value points at the mission: the agent's own, where it names the focus; another, where
+    # it does or where the thing is held (None: in no place) or here (``["=", i]``)
+    def points(i: int, v: Any) -> bool:
         if mine is None or i in mine:
             return bool(names & _names_in(v))
         return v is None or (isinstance(v, list) and v[:1] == ["="]) or bool(names & _names_in(v))
@@ -280,9 +292,10 @@ def op_plan_explore(ctx, source: str, state: dict, mission: str, n_actions: int,
                     silent: list = (), places: list = (), max_nodes: int = 20000,
                     max_depth: int = 100) -> dict:
     """A plan to reward under the model (`bfs_plan`); where there is none, a plan to an action
-    never tried in the agent's situation (``explore`` True in the answer): first an action the
-    mission names in a situation it points at (however far), then any action there, then any
-    action anywhere; situations where more of the situation's values hold what the mission
+    never tried in the agent's situation (``explore`` True in the answer): first a ``silent``
+    action (named, never seen doing anything) in a situation the mission points at, then an
+    action the mission names there (however far), then any action there, then any action
+    anywhere; situations where more of the situation's values hold what the mission
     points at (the key it holds and the door in front) before those with fewer; with
     ``coarse``, over the coarse situations first (what is in front), then over the fine ones.
     Runs in the sandbox worker."""

@@ -19,7 +19,9 @@ state that the action ever changed:
 * **the condition** under which each change happens, as a decision list (of single tests, or
   pairs of them where no single test is pure) over features computed from the state before the
   step: a leaf's value, the equality of two leaves, a vector plus another equal to a third, a
-  leaf (plus a vector the action moves things by) being in a list; of the cell in front: being
+  leaf (plus a vector the action moves things by) being in a list, a leaf read at the key
+  another holds where some action changes it there (``open[at]``: "put" works where the place
+  the agent is at is open, learned for places never put into); of the cell in front: being
   in a list of cells, holding an element of a list of dicts, that element's fields' values and
   their equality with the same field of a leaf that is a dict (the color of what is carried).
 
