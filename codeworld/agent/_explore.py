@@ -153,11 +153,11 @@ def explore_arguments(data: list[dict], mission: str, state: dict,
     ``seen``: the recorded (action, situation) pairs; with a cell in front learned, ``coarse``
     holds the same for the coarse situation (``paths`` without the position and heading, and
     ``front``, `front_of`). Actions the rule model learned to do the same thing everywhere (no
-    condition, or one that only marks where the value was already: going to a place,
-    `_sets_only`) need no trying in new situations; ``order``: the others in the order they
-    are tried, those whose name shares a word with the mission ("take potato"; a stem: "wash"
-    for "washed", `_same_word`) first (``named``), then the least recorded; ``silent``: the
-    named ones the data never showed changing anything (`_silent`), tried before the others.
+    condition: going to a place) need no trying in new situations; ``order``: the others in the
+    order they are tried, those whose name shares a word with the mission ("take potato"; a
+    stem: "wash" for "washed", `_same_word`) first (``named``), then the least recorded;
+    ``silent``: the named ones the data never showed changing anything (`_silent`), tried
+    before the others.
     ``focus``: the names the mission points at, directly or through the parts of the state it
     names (`codeworld.worlds.objects._states.mission_parts`, read by `_focus_of`: "put a hot
     potato on a table" names the potato, which lies in "fridge 1"), and the values of the
@@ -177,10 +177,8 @@ def explore_arguments(data: list[dict], mission: str, state: dict,
                                                for x in re.findall(r"[a-z]+", v.lower()))})
     paths = situation_paths(data, set(focus))
     model = learn_rules(data)
-    every = leaves_of([t["state"] for t in data] + [t["next_state"] for t in data])
     known = sorted(a for a, rules in model.transitions.items()
-                   if rules and (all(not r.rules and r.default >= 0 for r in rules)
-                                 or _sets_only(a, rules, data, every)))
+                   if rules and all(not r.rules and r.default >= 0 for r in rules))
     counts = Counter(int(t["action"]) for t in data)
     n = max([len(action_names)] + [int(t["action"]) + 1 for t in data])
 
@@ -206,16 +204,6 @@ def explore_arguments(data: list[dict], mission: str, state: dict,
                          "counted": mine + list(range(len(near), len(near) + len(front["cells"])
                                                       + len(front["located"])))}
     return out
-
-
-def _sets_only(action: int, rules: list, data: list[dict], every: list[dict]) -> bool:
-    """Whether each leaf ``action`` changes it sets to one value, and every recorded step of it
-    left that value there, changed or not: its conditions only tell where the value was already
-    (going to the place the agent is at): the same thing everywhere, like an action without one."""
-    n = len(data)
-    rows = [(every[i], every[n + i]) for i, t in enumerate(data) if int(t["action"]) == action]
-    return all(len(r.changes) == 1 and r.changes[0].constant for r in rules) and all(
-        r.changes[0](before) == after.get(r.path) for before, after in rows for r in rules)
 
 
 def _silent(action: int, model: RuleModel, action_names: tuple[str, ...]) -> bool:
