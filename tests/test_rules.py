@@ -704,24 +704,32 @@ def test_an_action_tried_only_where_it_did_nothing_takes_the_rules_of_one_named_
     assert 3 not in model.transitions and 3 not in model.analogies  # never tried: no rule
 
 
+DOORS = NAMED + ("open", "put")
+OPEN, PUT = len(NAMED), len(NAMED) + 1
+
+
+def door_step(state: dict, action: int, shut_blocks: bool = False) -> dict:
+    """The errands with doors: "open" opens the place the agent is at; "put" puts down what is
+    held there (with ``shut_blocks``, only where that place is open)."""
+    if action < len(NAMED):
+        return errand_step(state, action)
+    new = {**state, "open": dict(state["open"]),
+           "objects": {k: dict(v) for k, v in state["objects"].items()}}
+    at, held = state["at"], state["holding"]
+    if action == OPEN and at is not None:
+        new["open"][at] = True
+    if action == PUT and held is not None and at is not None and (
+            state["open"][at] or not shut_blocks):
+        new["objects"][held]["in"] = at
+        new["holding"] = None
+    return new
+
+
 def test_a_change_at_the_key_a_leaf_names_is_learned_there_for_keys_never_seen_changed():
     # "open" opened the shed and the barn, "put" put down the pear: each changed one entry of a
     # dict, always at the key that a leaf held before the step ("at", "holding"), so they are
     # learned there: opening the well, putting down the plum, never recorded, are predicted
-    names = NAMED + ("open", "put")
-    opened, put = len(NAMED), len(NAMED) + 1
-
-    def step(state: dict, action: int) -> dict:
-        if action < len(NAMED):
-            return errand_step(state, action)
-        new = {**state, "open": dict(state["open"]),
-               "objects": {k: dict(v) for k, v in state["objects"].items()}}
-        if action == opened and state["at"] is not None:
-            new["open"][state["at"]] = True
-        if action == put and state["holding"] is not None and state["at"] is not None:
-            new["objects"][state["holding"]]["in"] = state["at"]
-            new["holding"] = None
-        return new
+    names, opened, put, step = DOORS, OPEN, PUT, door_step
 
     places = {"shed 1": True, "barn 1": True, "well 1": True}
     start = {"at": None, "holding": None, "places": places,
@@ -760,21 +768,10 @@ def test_a_put_that_needs_the_place_open_is_learned_on_the_open_flag_where_the_a
     # is the open flag read at the key "at" names (``open[at]``), which "open" showed changing
     # there, not a test of which place the agent is at: the well, where nothing was ever put
     # down, takes the plum when open and not when shut
-    names = NAMED + ("open", "put")
-    opened, put = len(NAMED), len(NAMED) + 1
+    names, opened, put = DOORS, OPEN, PUT
 
     def step(state: dict, action: int) -> dict:
-        if action < len(NAMED):
-            return errand_step(state, action)
-        new = {**state, "open": dict(state["open"]),
-               "objects": {k: dict(v) for k, v in state["objects"].items()}}
-        at, held = state["at"], state["holding"]
-        if action == opened and at is not None:
-            new["open"][at] = True
-        if action == put and held is not None and at is not None and state["open"][at]:
-            new["objects"][held]["in"] = at
-            new["holding"] = None
-        return new
+        return door_step(state, action, shut_blocks=True)
 
     places = {"shed 1": True, "barn 1": True, "well 1": True}
     start = {"at": None, "holding": None, "places": places,
