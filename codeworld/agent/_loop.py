@@ -523,7 +523,9 @@ class WorldCoderAgent:
             state = next_state
             if terminated or truncated:
                 break
-            if explore or not right:
+            # a plan used up without ending the episode (an exploration plan reached its untried
+            # action) is followed by the next plan, not by a random action
+            if explore or not right or not plan["actions"]:
                 plan = None if self.program == distrusted else self.plan(env, state, mission, result)
         self.known_missions.setdefault(mission, env.name)
         result.episode_log.append({"episode": result.episodes, "seed": seed, "steps": steps,
