@@ -170,8 +170,9 @@ def explore_arguments(data: list[dict], mission: str, state: dict,
     if not own:
         return {}
     words = set(re.findall(r"[a-z0-9]+", mission.lower()))
-    places = sorted({v for t in data for s in (t["state"], t["next_state"]) for p in own
-                     for v in [_value_at(normalize_state(s), p)] if isinstance(v, str)})
+    places = sorted({v for t in data for s in (t["state"], t["next_state"])
+                     for n in [normalize_state(s)] for p in own
+                     for v in [_value_at(n, p)] if isinstance(v, str)})
     focus = sorted({name for part in mission_parts(mission, state) for name in _focus_of(part)}
                    | {v for v in places if any(_same_word(w, x) for w in words if len(w) >= 3
                                                for x in re.findall(r"[a-z]+", v.lower()))})
@@ -238,22 +239,15 @@ def _focus_of(part: str) -> list[str]:
     return keys + sorted(held)
 
 
-def unseen_target(paths: list, seen: list, order: list, focus: list | None,
-                  front: dict | None = None, least: int = 1):
-    """The planner's target (see `codeworld.worlds.objects._ops.bfs_plan`): in a state, the first
-    action of ``order`` never recorded in the agent's situation there (and, with ``focus``, only
-    in a situation where at least ``least`` of its values hold one of those names, however deep:
-    a held key's colour, the door in front), else None."""
-    pick = _unseen(seen, order, focus, least)
-    paths = [tuple(p) for p in paths]
-    return lambda state: pick(situation_values(state, paths, front))
-
-
 def _unseen(seen: list, order: list, focus: list | None, least: int,
             counted: list[int] | None = None):
-    """`unseen_target` on the situation's values (computed once for many of these); with
-    ``counted`` (the agent's own leaves), the other values count toward ``least`` where the
-    thing is held or here as well (``points``)."""
+    """A stage of the planner's target (see `codeworld.worlds.objects._ops.bfs_plan`): on the
+    values of the agent's situation in a state (`situation_values`, computed once for every
+    stage), the first action of ``order`` never recorded in that situation (and, with
+    ``focus``, only in a situation where at least ``least`` of its values hold one of those
+    names, however deep: a held key's colour, the door in front), else None. With ``counted``
+    (the agent's own leaves), the other values count toward ``least`` where the thing is held
+    or here as well (``points``)."""
     seen_set = {(int(a), s) for a, s in seen}
     names = set(focus or ())
     mine = None if counted is None else set(counted)
