@@ -83,12 +83,19 @@ def front_of(model: RuleModel, data: list[dict]) -> dict | None:
 def front_values(state: Any, front: dict) -> list:
     """What is on the cell in front in ``state`` (in its canonical form, `normalize_state`; see
     `front_of`): for each list of cells, whether the cell is in it; for each list of dicts on
-    cells, its element there without its position (None: none)."""
+    cells, its element there without its position (None: none). Facing a heading the table has
+    no step for, the first value is ``["?", position, heading]`` instead."""
     numbers = [_value_at(state, p) for p in front["position"]]
     position = numbers[0] if len(numbers) == 1 else numbers
-    step = next((v for k, v in front["table"] if k == _value_at(state, front["key"])), None)
+    heading = _value_at(state, front["key"])
+    step = next((v for k, v in front["table"] if k == heading), None)
+    size = len(front["cells"]) + len(front["located"])
+    if isinstance(position, list) and step is None and heading is not None:
+        # a heading never moved in: what is in front is unknown, so the place and heading
+        # stand for it (toggling there, holding the key, is not toggling facing a wall)
+        return [["?", position, heading]] + [None] * (size - 1)
     if not isinstance(position, list) or step is None or len(step) != len(position):
-        return [None] * (len(front["cells"]) + len(front["located"]))
+        return [None] * size
     try:
         cell = [a + b for a, b in zip(position, step)]
     except TypeError:

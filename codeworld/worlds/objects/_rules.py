@@ -461,6 +461,42 @@ def headings(befores: list[dict], afters: list[dict], kinds: dict[Path, str]) ->
     return out
 
 
+def touched_steps(befores: list[dict], afters: list[dict], pointers: list[Pointer],
+                  where: list[Located]) -> list[Pointer]:
+    """The pointers with the steps of directions never moved in, read off the cell an action
+    touched: where, facing such a direction, a step changed the elements of a list of dicts on
+    one cell only (picked one up, put one down, opened it), that cell less the position is the
+    direction's step, where every such step for that direction agrees, has the size of the
+    steps moved (the sum of their sizes along each axis) and is no other direction's. A door
+    is opened facing where the agent could never go before it was open."""
+    out = []
+    for pointer in pointers:
+        table = dict(pointer.table)
+        sizes = {sum(abs(v) for v in step) for step in table.values()}
+        found: dict[Any, list] = {}
+        for before, after in zip(befores, afters):
+            value, position = before.get(pointer.key), before.get(pointer.position)
+            if value is None or _key(value) in {_key(k) for k in table} or not _is_vector(position):
+                continue
+            cells = set()
+            for w in where:
+                old = {_key(_canon(i)): i for i in before.get(w.path) or [] if isinstance(i, dict)}
+                new = {_key(_canon(i)): i for i in after.get(w.path) or [] if isinstance(i, dict)}
+                cells |= {_key([item.get(k) for k in w.keys])
+                          for k, item in list(old.items()) + list(new.items())
+                          if (k in old) != (k in new)}
+            if len(cells) == 1:
+                found.setdefault(value, []).append(_sub(json.loads(cells.pop()), position))
+        for value, steps in found.items():
+            step = steps[0]
+            if (step is not None and all(s == step for s in steps) and len(sizes) == 1
+                    and sum(abs(v) for v in step) in sizes and step not in table.values()):
+                table[value] = step
+        out.append(Pointer(pointer.position, pointer.key, tuple(sorted(table.items())))
+                   if len(table) > len(pointer.table) else pointer)
+    return out
+
+
 def located(rows: list[dict], kinds: dict[Path, str], pointers: list[Pointer]) -> list[Located]:
     """The lists of dicts whose every element has a number at each key of a pointer's position
     (``x`` and ``y`` of the agent's joint position: the elements' ``x`` and ``y``)."""
@@ -1217,7 +1253,8 @@ def learn_rules(transitions: list[dict], borrow: bool = True,
         kinds = _kinds(befores + afters)
     joined = {p for joint in joints for p in _parts(joint)}
     pointers = headings(befores, afters, kinds)
-    space = Space(tuple(pointers), tuple(located(befores + afters, kinds, pointers)))
+    where = located(befores + afters, kinds, pointers)
+    space = Space(tuple(touched_steps(befores, afters, pointers, where)), tuple(where))
     by_action: dict[int, list[int]] = defaultdict(list)
     for i, t in enumerate(transitions):
         by_action[int(t["action"])].append(i)
