@@ -8,7 +8,7 @@ from __future__ import annotations
 import random
 
 from codeworld.agent._config import AgentConfig
-from codeworld.agent._explore import explore_arguments
+from codeworld.agent._explore import explore_arguments, front_values
 from codeworld.agent._loop import LevelResult, WorldCoderAgent
 from codeworld.sandbox import SandboxLimits
 from codeworld.synthesis.fakes import ScriptedLLM
@@ -293,3 +293,21 @@ def test_a_plan_used_up_is_followed_by_the_next_plan_not_by_a_random_action():
         result = agent.run_level(Yard(), [0, 1])
     assert result.successes == 1, result.episode_log
     assert len(random_at) <= 5, random_at
+
+
+def test_facing_a_heading_never_moved_in_what_is_in_front_is_the_place_and_heading():
+    # the heading's table knows north and south only: facing east, the cell in front is
+    # unknown, so toggling there holding the key is not the same situation as toggling facing
+    # a wall, nor as facing east from another cell (a locked door east of a corridor one cell
+    # wide is met only facing a way the agent never went)
+    front = {"position": [["agent", "x"], ["agent", "y"]], "key": ["agent", "dir"],
+             "table": [[1, [0, 1]], [3, [0, -1]]], "cells": [["walls"]],
+             "located": [[["objects"], ["x", "y"]]]}
+    walls = [[1, 0], [2, 2], [2, 3]]
+
+    def at(x, y, d):
+        return {"agent": {"x": x, "y": y, "dir": d}, "walls": walls, "objects": []}
+
+    assert front_values(at(1, 1, 3), front) == [True, None]
+    assert front_values(at(1, 2, 0), front) == [["?", [1, 2], 0], None]
+    assert front_values(at(1, 2, 0), front) != front_values(at(1, 3, 0), front)

@@ -931,3 +931,36 @@ def test_after_transfer_a_reward_the_new_level_contradicts_gives_way_at_once_wit
         assert agent.program != before
         assert "if mission == 'put the pear in the shed':" in agent.program
         assert agent.check(washed, []).correct == len(agent.data)
+
+
+def test_a_door_opened_facing_where_the_agent_never_went_gives_that_heading_its_step():
+    # a room one cell wide (x = 1) with a locked door east of it: the agent only ever moves
+    # north and south, so no move shows the step east. Toggling the door facing east, holding
+    # its key, changed the element on one cell, (2, 2): that cell less where the agent stood is
+    # the step east. The toggle is then learned as opening the door in front, and a move east
+    # through the open door is predicted, though the data never showed one
+    walls = [[x, y] for x in range(5) for y in range(5) if x != 1 or y in (0, 4)]
+    walls.remove([2, 2])
+    key = {"type": "key", "color": "red", "x": 1, "y": 1}
+    door = {"type": "door", "color": "red", "x": 2, "y": 2, "open": False, "locked": True}
+    state = {"walls": walls, "objects": [key, door],
+             "agent": {"x": 1, "y": 3, "dir": 3, "carrying": None}}
+    data = []
+    for action in (TOGGLE, FORWARD, PICK_UP, TURN_RIGHT, TURN_RIGHT, FORWARD, DROP, TURN_LEFT,
+                   TURN_LEFT, FORWARD, TOGGLE, TURN_RIGHT, TOGGLE):
+        nxt = object_step(state, action)
+        data.append({"state": state, "action": action, "next_state": nxt, "reward": 0.0,
+                     "done": False, "mission": "open the door"})
+        state = nxt
+    assert not any(t["state"]["agent"]["dir"] == 0
+                   and t["state"]["agent"]["x"] != t["next_state"]["agent"]["x"] for t in data)
+    assert data[-1]["next_state"]["objects"][-1]["open"]
+    model = learn_rules(data)
+    assert [0, [1, 0]] in [list(e) for e in model.space.pointers[0].table]
+    program = rule_program(data)
+    assert "_changed_at(_get(state, 'objects')" in program
+    through = {**state, "agent": {"x": 1, "y": 2, "dir": 0, "carrying": None}}
+    east = {"state": through, "action": FORWARD, "next_state": object_step(through, FORWARD),
+            "reward": 0.0, "done": False, "mission": "open the door"}
+    assert east["next_state"]["agent"]["x"] == 2
+    assert explained(program, [east])["state_correct"] == 1
