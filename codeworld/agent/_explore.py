@@ -18,8 +18,9 @@ the situation is first read coarser: where the agent stands and faces gives way 
 cell in front (in a list of cells or not; the element of a list of dicts standing there, without
 its position), so that "toggle, holding a key, a locked door in front" is one pair wherever the
 door is, not one per cell and heading (a room of 16 cells has 64 of those per action, too many to
-try in a level's steps before the one that counts). Only when every coarse pair within reach is
-seen does it plan to a new place and heading.
+try in a level's steps before the one that counts). Facing a heading the rule model has no step
+for, what is in front is unknown, and the place and heading stand for it. Only when every coarse
+pair within reach is seen does it plan to a new place and heading.
 """
 
 from __future__ import annotations

@@ -7,7 +7,9 @@ state that the action ever changed:
 * **the change**, one of: keep the value, set it to a constant, copy another leaf, add a
   constant (a number or a vector), add another leaf (move by a vector the state holds), move by
   the vector a table keyed by another leaf gives (a *heading*: the step "forward" takes for each
-  value of a direction), and for a list: remove, insert or move by a vector the element equal to
+  value of a direction; a direction never moved in takes the step to the one cell an action
+  facing it changed, `touched_steps`: the door opened facing east, where the agent could not
+  go before), and for a list: remove, insert or move by a vector the element equal to
   a leaf (or a leaf plus a vector the action moves things by); for a list of dicts that stand on
   cells (their position keys named like a position's): remove the element on a cell the state
   points at (a position plus its heading's step: the cell in front), or change some of its
