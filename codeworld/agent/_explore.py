@@ -91,7 +91,7 @@ def front_values(state: Any, front: dict) -> list:
     heading = _value_at(state, front["key"])
     step = next((v for k, v in front["table"] if k == heading), None)
     size = len(front["cells"]) + len(front["located"])
-    if isinstance(position, list) and step is None and heading is not None:
+    if size and isinstance(position, list) and step is None and heading is not None:
         # a heading never moved in: what is in front is unknown, so the place and heading
         # stand for it (toggling there, holding the key, is not toggling facing a wall)
         return [["?", position, heading]] + [None] * (size - 1)

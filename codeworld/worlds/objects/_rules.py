@@ -475,23 +475,25 @@ def touched_steps(befores: list[dict], afters: list[dict], pointers: list[Pointe
     for pointer in pointers:
         table = dict(pointer.table)
         sizes = {sum(abs(v) for v in step) for step in table.values()}
+        known = {_key(k) for k in table}
         found: dict[Any, list] = {}
-        for before, after in zip(befores, afters):
+        for before, after in zip(befores, afters) if len(sizes) == 1 else ():
             value, position = before.get(pointer.key), before.get(pointer.position)
-            if value is None or _key(value) in {_key(k) for k in table} or not _is_vector(position):
+            if value is None or _key(value) in known or not _is_vector(position):
                 continue
             cells = set()
             for w in where:
+                if before.get(w.path) == after.get(w.path):
+                    continue
                 old = {_key(_canon(i)): i for i in before.get(w.path) or [] if isinstance(i, dict)}
                 new = {_key(_canon(i)): i for i in after.get(w.path) or [] if isinstance(i, dict)}
                 cells |= {_key([item.get(k) for k in w.keys])
-                          for k, item in list(old.items()) + list(new.items())
-                          if (k in old) != (k in new)}
+                          for k, item in (*old.items(), *new.items()) if (k in old) != (k in new)}
             if len(cells) == 1:
                 found.setdefault(value, []).append(_sub(json.loads(cells.pop()), position))
         for value, steps in found.items():
             step = steps[0]
-            if (step is not None and all(s == step for s in steps) and len(sizes) == 1
+            if (step is not None and all(s == step for s in steps)
                     and sum(abs(v) for v in step) in sizes and step not in table.values()):
                 table[value] = step
         out.append(Pointer(pointer.position, pointer.key, tuple(sorted(table.items())))
