@@ -8,7 +8,9 @@ before its cache (`codeworld.planning._protocol`).
 
 The table is written after each environment and policy, and entries already in it are skipped, so
 a run can be stopped and started again; within an environment, each finished episode is kept
-(beside codeworld's cache) and a stopped run starts again after the last one kept. It is meant to run in the background at low priority:
+(in ``benchmarks/results/reference_episodes/``, which is committed with the repository, so a run
+stopped on one machine goes on from a clone on another) and a stopped run starts again after the
+last one kept. It is meant to run in the background at low priority:
 
     nohup nice -n 10 .venv/bin/python benchmarks/reference_returns.py --envs continuous \\
         --protocol paper --threads 2 > /tmp/reference_returns.log 2>&1 &
@@ -47,6 +49,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=0,
                         help="threads of the oracle's planner and simulator (0: every core; plans do not depend on it)")
     parser.add_argument("--out", default=None, help="the table (default: the package's)")
+    parser.add_argument("--keep", default=str(HERE / "results" / "reference_episodes"),
+                        help="where the finished episodes of an unfinished run are kept "
+                             "(default: benchmarks/results/reference_episodes)")
     args = parser.parse_args(argv)
     protocol = get_protocol(args.protocol)
     path = Path(args.out) if args.out else reference_path()
@@ -73,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{env_id} {policy} seed {seed}: {protocol.episodes} episodes of up to {cap} steps ...",
                       flush=True)
                 result = evaluate(spec, config=config, seed=seed, policies=(policy,), protocol=protocol,
-                                  use_cache=False, resume=True)
+                                  use_cache=False, resume=True, keep_dir=Path(args.keep))
                 stats = getattr(result, policy)
                 if not stats.ok:
                     print(f"  {stats.status}: {stats.message}", flush=True)

@@ -236,7 +236,7 @@ def test_cached_oracle_results_ignore_the_thread_count(tmp_path, monkeypatch):
     assert again.oracle.returns == first.oracle.returns
 
 
-def test_an_oracle_run_stopped_mid_way_starts_again_after_its_last_finished_episode():
+def test_an_oracle_run_stopped_mid_way_starts_again_after_its_last_finished_episode(tmp_path):
     # a paper-protocol oracle runs for hours: a stop (a crash, a session's end) loses at most the
     # episode it was in, and the result is the one an unbroken run gives
     small = {"horizon": 4, "iterations": 1, "num_samples": 6, "num_elites": 2}
@@ -251,14 +251,17 @@ def test_an_oracle_run_stopped_mid_way_starts_again_after_its_last_finished_epis
         if episode == 2 and step == 3:
             raise Stop
 
+    kept = tmp_path / "episodes"  # a folder that travels with a repository, not the cache
     for policy in ("random", "oracle"):
         with pytest.raises(Stop):
             evaluate("Pendulum-v1", None, config, episodes=4, seed=3, max_steps=5,
-                     policies=(policy,), use_cache=False, resume=True, progress=stop_in_third)
+                     policies=(policy,), use_cache=False, resume=True, progress=stop_in_third, keep_dir=kept)
+    assert sorted(p.name.split("-")[2] for p in kept.glob("*.partial.json")) == ["oracle", "random"]
     seen = []
     again = evaluate("Pendulum-v1", None, config, episodes=4, seed=3, max_steps=5,
-                     policies=("random", "oracle"), use_cache=False, resume=True,
+                     policies=("random", "oracle"), use_cache=False, resume=True, keep_dir=kept,
                      progress=lambda policy, episode, step: seen.append((policy, episode)))
+    assert not list(kept.glob("*.partial.json"))
     assert sorted(set(seen)) == [(p, e) for p in ("oracle", "random") for e in (2, 3)]
     assert again.random.returns == whole.random.returns
     assert again.oracle.returns == whole.oracle.returns

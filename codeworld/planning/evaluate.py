@@ -387,11 +387,11 @@ def _write_json(path: Path, data: dict) -> None:
 
 
 def _cached(policy: str, spec: EnvSpec, config: dict | None, episodes: int, seed: int, max_steps: int | None,
-            use_cache: bool, compute: Callable[[Checkpoint], ReturnStats], resume: bool = False
-            ) -> ReturnStats:
+            use_cache: bool, compute: Callable[[Checkpoint], ReturnStats], resume: bool = False,
+            keep_dir: Path | None = None) -> ReturnStats:
     """The policy's returns from the reference table or the cache (with ``use_cache``), else
-    computed; with ``use_cache`` or ``resume``, each finished episode is kept on disk beside the
-    cache until the last, and a run stopped before it starts again after them."""
+    computed; with ``use_cache`` or ``resume``, each finished episode is kept on disk (beside the
+    cache, or in ``keep_dir``) until the last, and a run stopped before it starts again after them."""
     from codeworld.envs.derive import safe_name
     from codeworld.planning._protocol import find_reference, reference_key
 
@@ -405,7 +405,7 @@ def _cached(policy: str, spec: EnvSpec, config: dict | None, episodes: int, seed
     if use_cache and path.exists():
         return _stats_from(json.loads(path.read_text()))
     checkpoint = NO_CHECKPOINT
-    partial = path.with_name(path.stem + ".partial.json")
+    partial = (Path(keep_dir) if keep_dir is not None else path.parent) / (path.stem + ".partial.json")
     if use_cache or resume:
         done = None
         if partial.exists():
@@ -434,7 +434,8 @@ def evaluate(env: EnvSpec | str, source: str | None = None, config: Any = None, 
              max_steps: int | None = None, policies: tuple[str, ...] = POLICIES, use_cache: bool = True,
              decision_timeout_s: float = DEFAULT_DECISION_TIMEOUT_S, compile: bool = True,
              progress: Progress | None = None, protocol: str | Protocol | None = None,
-             skip_model_on_tie: bool = False, resume: bool = False) -> PlanEvaluation:
+             skip_model_on_tie: bool = False, resume: bool = False,
+             keep_dir: str | Path | None = None) -> PlanEvaluation:
     """Evaluate a code world model by the return its planner earns on the real environment.
 
     Args:
@@ -461,6 +462,8 @@ def evaluate(env: EnvSpec | str, source: str | None = None, config: Any = None, 
         resume: keep each finished random and oracle episode on disk (beside the cache) and
             start a run stopped before its last again after them, also without `use_cache`
             (always with it): hours of an oracle are not lost to a stop.
+        keep_dir: where those episodes are kept (default: beside the cache); a folder that
+            travels with a repository lets a run stopped on one machine go on on another.
 
     Random and oracle returns come from the reference table when it holds them for this env,
     seed, config, episodes and step cap (with `use_cache`), else from the cache, else are run.
@@ -487,13 +490,13 @@ def evaluate(env: EnvSpec | str, source: str | None = None, config: Any = None, 
     if "random" in policies:
         result.random = _cached("random", spec, None, episodes, seed, max_steps, use_cache,
                                 lambda kept: run_random(spec, episodes, seed, max_steps, progress,
-                                                        kept), resume)
+                                                        kept), resume, keep_dir)
     if "oracle" in policies:
         try:
             key_cfg = oracle_key_config(cfg)
             result.oracle = _cached("oracle", spec, key_cfg, episodes, seed, max_steps, use_cache,
                                     lambda kept: run_oracle(spec, config, episodes, seed, max_steps,
-                                                            progress, kept), resume)
+                                                            progress, kept), resume, keep_dir)
         except OracleUnavailable as exc:
             result.oracle = ReturnStats("oracle", status="unavailable", message=str(exc))
     if "model" in policies:
