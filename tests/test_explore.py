@@ -8,7 +8,7 @@ from __future__ import annotations
 import random
 
 from codeworld.agent._config import AgentConfig
-from codeworld.agent._explore import explore_arguments, front_values
+from codeworld.agent._explore import explore_arguments, front_values, open_steps
 from codeworld.agent._loop import LevelResult, WorldCoderAgent
 from codeworld.sandbox import SandboxLimits
 from codeworld.synthesis.fakes import ScriptedLLM
@@ -295,19 +295,27 @@ def test_a_plan_used_up_is_followed_by_the_next_plan_not_by_a_random_action():
     assert len(random_at) <= 5, random_at
 
 
-def test_facing_a_heading_never_moved_in_what_is_in_front_is_the_place_and_heading():
-    # the heading's table knows north and south only: facing east, the cell in front is
-    # unknown, so toggling there holding the key is not the same situation as toggling facing
-    # a wall, nor as facing east from another cell (a locked door east of a corridor one cell
-    # wide is met only facing a way the agent never went)
+def test_facing_a_heading_never_moved_in_what_may_be_in_front_is_read_through_the_open_steps():
+    # the heading's table knows north and south only: facing east, the cell in front is one of
+    # the two steps no known heading takes, so toggling there holding the key where a locked
+    # door may be in front is a situation of its own (a door east of a corridor one cell wide is
+    # met only facing a way the agent never went), and where only walls may be, it is one
+    # situation wherever the agent stands
     front = {"position": [["agent", "x"], ["agent", "y"]], "key": ["agent", "dir"],
              "table": [[1, [0, 1]], [3, [0, -1]]], "cells": [["walls"]],
              "located": [[["objects"], ["x", "y"]]]}
-    walls = [[1, 0], [2, 2], [2, 3]]
+    walls = [[0, 1], [0, 2], [0, 3], [1, 0], [2, 2], [2, 3]]
+    door = {"type": "door", "x": 2, "y": 1, "locked": True}
 
     def at(x, y, d):
-        return {"agent": {"x": x, "y": y, "dir": d}, "walls": walls, "objects": []}
+        return {"agent": {"x": x, "y": y, "dir": d}, "walls": walls, "objects": [door]}
 
+    assert open_steps([[0, 1], [0, -1]], 2) == [[1, 0], [-1, 0]]
     assert front_values(at(1, 1, 3), front) == [True, None]
-    assert front_values(at(1, 2, 0), front) == [["?", [1, 2], 0], None]
-    assert front_values(at(1, 2, 0), front) != front_values(at(1, 3, 0), front)
+    assert front_values(at(1, 2, 0), front) == [["?", 0, True, True], ["?", 0, None, None]]
+    assert front_values(at(1, 2, 0), front) == front_values(at(1, 3, 0), front)
+    assert front_values(at(1, 1, 0), front) == [["?", 0, False, True],
+                                                ["?", 0, {"type": "door", "locked": True}, None]]
+    # no step known of one length: the place and heading stand for what is in front
+    odd = dict(front, table=[[1, [0, 1]], [3, [0, -2]]])
+    assert front_values(at(1, 2, 0), odd) == [["?", [1, 2], 0], None]

@@ -19,8 +19,9 @@ cell in front (in a list of cells or not; the element of a list of dicts standin
 its position), so that "toggle, holding a key, a locked door in front" is one pair wherever the
 door is, not one per cell and heading (a room of 16 cells has 64 of those per action, too many to
 try in a level's steps before the one that counts). Facing a heading the rule model has no step
-for, what is in front is unknown, and the place and heading stand for it. Only when every coarse
-pair within reach is seen does it plan to a new place and heading.
+for, what is in front is one of the cells no known heading points to, and the situation holds
+what is on each (a door east of a corridor one cell wide is met only facing a way the agent never
+went). Only when every coarse pair within reach is seen does it plan to a new place and heading.
 """
 
 from __future__ import annotations
@@ -84,19 +85,44 @@ def front_of(model: RuleModel, data: list[dict]) -> dict | None:
 def front_values(state: Any, front: dict) -> list:
     """What is on the cell in front in ``state`` (in its canonical form, `normalize_state`; see
     `front_of`): for each list of cells, whether the cell is in it; for each list of dicts on
-    cells, its element there without its position (None: none). Facing a heading the table has
-    no step for, the first value is ``["?", position, heading]`` instead."""
+    cells, its element there without its position (None: none).
+
+    Facing a heading the table has no step for, the cell in front is one of the steps no other
+    heading takes (`open_steps`: as long as theirs, along one axis), so each value is
+    ``["?", heading, <the value through each of them>]``: where a locked door may be in front,
+    toggling holding the key is a situation of its own; where only walls may be, it is one
+    situation wherever the agent stands. Without such steps, the first value is
+    ``["?", position, heading]`` (the place and heading stand for what is in front)."""
     numbers = [_value_at(state, p) for p in front["position"]]
     position = numbers[0] if len(numbers) == 1 else numbers
     heading = _value_at(state, front["key"])
     step = next((v for k, v in front["table"] if k == heading), None)
     size = len(front["cells"]) + len(front["located"])
     if size and isinstance(position, list) and step is None and heading is not None:
-        # a heading never moved in: what is in front is unknown, so the place and heading
-        # stand for it (toggling there, holding the key, is not toggling facing a wall)
-        return [["?", position, heading]] + [None] * (size - 1)
+        candidates = open_steps([v for _, v in front["table"]], len(position))
+        if not candidates:
+            return [["?", position, heading]] + [None] * (size - 1)
+        through = [_on_cell(state, front, position, c) for c in candidates]
+        return [["?", heading] + [values[i] for values in through] for i in range(size)]
     if not isinstance(position, list) or step is None or len(step) != len(position):
         return [None] * size
+    return _on_cell(state, front, position, step)
+
+
+def open_steps(steps: list, dimensions: int) -> list[list]:
+    """The steps along one axis, as long as the known ``steps`` (all of one length, L1), that
+    none of them is ([]: none known, or of several lengths)."""
+    lengths = {sum(abs(x) for x in v) for v in steps
+               if isinstance(v, list) and len(v) == dimensions and all(isinstance(x, (int, float)) for x in v)}
+    if len(lengths) != 1 or 0 in lengths:
+        return []
+    length = lengths.pop()
+    return [v for axis in range(dimensions) for sign in (1, -1)
+            for v in [[sign * length if i == axis else 0 for i in range(dimensions)]] if v not in steps]
+
+
+def _on_cell(state: Any, front: dict, position: list, step: list) -> list:
+    """What is on the cell ``position + step`` (`front_values`)."""
     try:
         cell = [a + b for a, b in zip(position, step)]
     except TypeError:
